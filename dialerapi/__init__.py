@@ -1,0 +1,43 @@
+"""dialerapi: the lead-intake and callback service of an outbound dialer.
+
+`create_app(config=None)` builds the Flask app; `config` overrides the environment (tests pass
+DATABASE_URL, WS_SECRET and JOBS_ENABLED=False). See README.md and ../shared/spec.
+"""
+
+import logging
+
+from flask import Flask
+
+from . import auth, config as settings, errors, jobs, routes
+from .db import Database
+from .health import HealthState
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def create_app(config=None):
+    """Build the app from D10 settings (environment, .env) overridden by `config`.
+
+    Raises config.ConfigError (one line naming the variable) when a setting is missing or bad.
+    """
+    app = Flask(__name__)
+    app.config.update(settings.load(config))
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.json.sort_keys = False
+    _configure_logging(app.config["LOG_LEVEL"])
+
+    app.extensions["dialerapi.db"] = Database(app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"])
+    app.extensions["dialerapi.health"] = HealthState()
+
+    errors.register(app)
+    app.before_request(auth.require_key)
+    for blueprint in routes.blueprints:
+        app.register_blueprint(blueprint)
+    jobs.init_app(app)
+    return app
+
+
+def _configure_logging(level):
+    if not logging.getLogger().handlers:
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("dialerapi").setLevel(level)

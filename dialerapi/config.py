@@ -1,0 +1,146 @@
+"""Configuration from the environment (decisions.md D10).
+
+Every setting is an environment variable, with a `.env` file in the working directory read when
+present (variables already set win over the file). `load()` parses and checks them all; a bad
+or missing value raises `ConfigError`, whose message is one line naming the variable.
+"""
+
+import os
+from urllib.parse import unquote, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from dotenv import find_dotenv, load_dotenv
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; `str(err)` is one line that names the variable."""
+
+
+def _text(name, value):
+    return str(value).strip()
+
+
+def _secret(name, value):
+    value = str(value).strip()
+    if not value:
+        raise ConfigError(f"{name} is required: set the shared service secret in the environment or .env")
+    return value
+
+
+def _timezone(name, value):
+    try:
+        return ZoneInfo(str(value).strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"{name}={value!r} is not an IANA time zone name such as UTC or Asia/Kolkata") from None
+
+
+def _non_negative_int(name, value):
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"{name}={value!r} must be a whole number") from None
+    if number < 0:
+        raise ConfigError(f"{name}={value!r} must not be negative")
+    return number
+
+
+def _positive_int(name, value):
+    number = _non_negative_int(name, value)
+    if number == 0:
+        raise ConfigError(f"{name}={value!r} must be at least 1")
+    return number
+
+
+def _flag(name, value):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name}={value!r} must be true or false")
+
+
+def _log_level(name, value):
+    level = str(value).strip().upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ConfigError(f"{name}={value!r} must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+    return level
+
+
+def database_params(url):
+    """Split a `mysql://user:password@host:port/database[?unix_socket=PATH]` URL.
+
+    Returns a dict of PyMySQL connect() keyword arguments (host, port, user, password,
+    database, and unix_socket when given). Raises ConfigError naming DATABASE_URL.
+    """
+    parts = urlsplit(str(url).strip())
+    database = unquote(parts.path.lstrip("/"))
+    if parts.scheme not in {"mysql", "mysql+pymysql", "mariadb"} or not database:
+        raise ConfigError(
+            "DATABASE_URL must look like mysql://user:password@host:port/database"
+        )
+    try:
+        port = parts.port or 3306
+    except ValueError:
+        raise ConfigError("DATABASE_URL has a port that is not a number") from None
+    params = {
+        "host": parts.hostname or "127.0.0.1",
+        "port": port,
+        "user": unquote(parts.username or "root"),
+        "password": unquote(parts.password or ""),
+        "database": database,
+    }
+    for item in filter(None, parts.query.split("&")):
+        key, _, value = item.partition("=")
+        if key == "unix_socket":
+            params["unix_socket"] = unquote(value)
+    return params
+
+
+def _database_url(name, value):
+    value = str(value).strip()
+    if not value:
+        raise ConfigError(f"{name} is required, e.g. mysql://dialer:password@127.0.0.1:3306/dialer")
+    database_params(value)
+    return value
+
+
+# name: (default, parser); None as default means required.
+SETTINGS = {
+    "DATABASE_URL": (None, _database_url),
+    "WS_SECRET": (None, _secret),
+    "DB_TIMEZONE": ("UTC", _timezone),
+    "MISSED_ACTIVITY_GRACE_MINUTES": ("10", _non_negative_int),
+    "RELEASE_RETRY_MS": ("60000", _non_negative_int),
+    "RATELIMIT_STORAGE_URI": ("memory://", _text),
+    "TRUSTED_PROXY_COUNT": ("0", _non_negative_int),
+    "AMI_HOST": ("", _text),
+    "AMI_PORT": ("5038", _positive_int),
+    "AMI_USERNAME": ("", _text),
+    "AMI_SECRET": ("", _text),
+    "LOG_LEVEL": ("INFO", _log_level),
+    "DB_POOL_SIZE": ("16", _positive_int),
+    # Background jobs (health checks, sweeps) run under gunicorn; CLI commands and tests turn them off.
+    "JOBS_ENABLED": ("true", _flag),
+}
+
+
+def load(overrides=None):
+    """Read every D10 setting from overrides, then the environment, then `.env`, then defaults.
+
+    Returns a dict of parsed values (DB_TIMEZONE as a ZoneInfo, numbers as int, flags as bool);
+    keys of `overrides` that are not settings (Flask's own, such as TESTING) pass through unchanged.
+    Raises ConfigError on the first bad or missing value.
+    """
+    overrides = dict(overrides or {})
+    load_dotenv(find_dotenv(usecwd=True), override=False)
+    parsed = {}
+    for name, (default, parse) in SETTINGS.items():
+        raw = overrides.pop(name, os.environ.get(name, default))
+        if raw is None:
+            parse(name, "")
+        parsed[name] = raw if isinstance(raw, ZoneInfo) else parse(name, raw)
+    parsed.update(overrides)
+    return parsed

@@ -1,0 +1,110 @@
+"""Database access: a connection pool, one transaction() context manager, and the named queries.
+
+Data-layer functions take the connection first and never commit; the caller owns the transaction
+(aiosql's model). `Database.run` executes such a function in one transaction and retries it when
+MySQL reports a deadlock (1213) or a lock-wait timeout (1205), or when the function itself raises
+`Conflict` (for example an insert that lost a race to a concurrent insert of the same key).
+"""
+
+import logging
+import random
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import aiosql
+import pymysql
+from flask import current_app
+from dbutils.pooled_db import PooledDB
+from pymysql.cursors import DictCursor
+
+from .config import database_params
+
+log = logging.getLogger(__name__)
+
+queries = aiosql.from_path(Path(__file__).parent / "sql", "pymysql")
+
+RETRYABLE_ERRORS = {1205, 1213}
+MAX_ATTEMPTS = 5
+
+
+class Conflict(Exception):
+    """Raised inside a transaction to have `Database.run` roll back and run the work again."""
+
+
+def connect_params(url, connect_timeout=5):
+    """PyMySQL connect() arguments for DATABASE_URL: utf8mb4, dict rows, READ COMMITTED.
+
+    READ COMMITTED because REPEATABLE READ takes gap locks on the oli_ids a batch looks up before
+    inserting them, which deadlocks concurrent batches (shared/notes/mysql-performance.md).
+    """
+    return {
+        **database_params(url),
+        "charset": "utf8mb4",
+        "cursorclass": DictCursor,
+        "autocommit": False,
+        "connect_timeout": connect_timeout,
+        "init_command": "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    }
+
+
+def connect(url, connect_timeout=5):
+    """One unpooled connection (migrations, health probes, tests)."""
+    return pymysql.connect(**connect_params(url, connect_timeout))
+
+
+class Database:
+    """A pool of PyMySQL connections to DATABASE_URL; one per app (`app.extensions["dialerapi.db"]`)."""
+
+    def __init__(self, url, pool_size=16):
+        self.url = url
+        self.host = database_params(url)["host"]
+        # ping=1 checks a connection each time it leaves the pool, so the service recovers by itself
+        # after the database restarts.
+        self.pool = PooledDB(
+            creator=pymysql, mincached=0, maxcached=pool_size, maxconnections=0,
+            blocking=True, ping=1, reset=True, **connect_params(url),
+        )
+
+    @contextmanager
+    def transaction(self):
+        """Yield a connection inside BEGIN; commit when the block ends, roll back if it raises."""
+        conn = self.pool.connection()
+        try:
+            conn.begin()
+            yield conn
+            conn.commit()
+        except BaseException:
+            try:
+                conn.rollback()
+            except pymysql.MySQLError:
+                log.warning("rollback failed; the connection is dropped", exc_info=True)
+            raise
+        finally:
+            conn.close()
+
+    def run(self, work, *args, **kwargs):
+        """Return `work(conn, *args, **kwargs)` run in one transaction.
+
+        Retries the whole transaction up to MAX_ATTEMPTS times, with a short random backoff, on
+        MySQL errors 1213 (deadlock) and 1205 (lock wait timeout) and on `Conflict`; any other
+        error, or the last failed attempt, propagates after the rollback.
+        """
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                with self.transaction() as conn:
+                    return work(conn, *args, **kwargs)
+            except (pymysql.err.OperationalError, pymysql.err.InternalError, Conflict) as exc:
+                code = exc.args[0] if isinstance(exc, pymysql.MySQLError) and exc.args else None
+                if (code not in RETRYABLE_ERRORS and not isinstance(exc, Conflict)) or attempt == MAX_ATTEMPTS:
+                    raise
+                log.info("retrying %s after %r (attempt %d)", work.__name__, exc, attempt)
+                time.sleep(random.uniform(0.005, 0.02) * attempt)
+
+    def close(self):
+        self.pool.close()
+
+
+def get_db():
+    """The current app's Database."""
+    return current_app.extensions["dialerapi.db"]

@@ -1,0 +1,91 @@
+"""Every error response of the service (decisions.md D3): `{"ok": false, "error": CODE}`.
+
+Views raise `ApiError` (or let marshmallow's ValidationError and werkzeug's HTTPExceptions
+through); the handlers registered by `register()` are the only code that builds error bodies.
+"""
+
+import logging
+
+from flask import jsonify
+from marshmallow import ValidationError
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+HTTP_CODES = {
+    400: "validation_failed",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    429: "rate_limited",
+    500: "internal_error",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """An error answer: HTTP `status`, D3 `code`, optional `details` list and extra headers."""
+
+    def __init__(self, status, code, details=None, headers=None):
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.details = details
+        self.headers = headers or {}
+
+
+def validation_details(messages, path=""):
+    """Flatten marshmallow messages into D3 `details`: [{"field": "leads[3].phone_number", "message": ...}].
+
+    Integer keys are list indexes; `_schema` (an error of a whole object) is reported at the
+    object's own path, or `body` at the top.
+    """
+    if isinstance(messages, str):
+        return [{"field": path or "body", "message": messages}]
+    if isinstance(messages, list):
+        return [detail for message in messages for detail in validation_details(message, path)]
+    details = []
+    for key, value in messages.items():
+        if isinstance(key, int):
+            child = f"{path}[{key}]"
+        elif key == "_schema":
+            child = path
+        else:
+            child = f"{path}.{key}" if path else key
+        details.extend(validation_details(value, child))
+    return details
+
+
+def error_response(status, code, details=None, headers=None):
+    body = {"ok": False, "error": code}
+    if details is not None:
+        body["details"] = details
+    response = jsonify(body)
+    response.status_code = status
+    response.headers.update(headers or {})
+    return response
+
+
+def register(app):
+    """Install the error handlers on `app`."""
+
+    @app.errorhandler(ApiError)
+    def api_error(err):
+        return error_response(err.status, err.code, err.details, err.headers)
+
+    @app.errorhandler(ValidationError)
+    def invalid(err):
+        return error_response(400, "validation_failed", validation_details(err.messages))
+
+    @app.errorhandler(HTTPException)
+    def http_error(err):
+        code = HTTP_CODES.get(err.code, (err.name or "error").lower().replace(" ", "_"))
+        details = [{"field": "body", "message": err.description}] if err.code == 400 else None
+        headers = {k: v for k, v in err.get_headers() if k.lower() in {"allow", "retry-after"}}
+        return error_response(err.code, code, details, headers)
+
+    @app.errorhandler(Exception)
+    def unexpected(err):
+        log.exception("unhandled error")
+        return error_response(500, "internal_error")

@@ -1,0 +1,73 @@
+"""Lead push: upsert a validated batch into sales_master (lead-intake-api.md, POST /api/leads; D4).
+
+A batch costs three round trips inside its transaction, however many leads it carries: read the
+dialer config, lock every oli_id of the batch in one SELECT ... FOR UPDATE, write every row in one
+multi-row INSERT ... ON DUPLICATE KEY UPDATE.
+"""
+
+import uuid
+
+from . import dialstate
+from .db import Conflict, queries
+
+INSERTED = "inserted"
+UPDATED = "updated"
+SKIPPED_IN_FLIGHT = "skipped_in_flight"
+
+
+def push_leads(conn, leads, now):
+    """Upsert `leads` in order, inside the caller's transaction; return one result per lead.
+
+    `leads` are dicts as loaded by schemas.PushSchema: oli_id, phone_number (digits),
+    client_name, form_type, priority_id, callback_scheduled_at (naive DB_TIMEZONE datetime or
+    None) and callback_scheduled_at_sent (the raw value, echoed back). `now` is wall-clock time in
+    DB_TIMEZONE.
+
+    A new oli_id is inserted with the push reset; an existing one that is not live gets its contact
+    fields and the push reset; a live one (Calling + isReserved) is not touched and reports its
+    existing data_id. The same oli_id twice is applied in order (D4): the later entry reports
+    `updated`. Each result is {oli_id, status, data_id, callback_scheduled_at}.
+
+    Raises db.Conflict when a concurrent push inserted one of the new oli_ids first; Database.run
+    then retries the whole batch, which will see the row and lock it.
+    """
+    config = dialstate.load_config(conn)
+    existing = {row["oli_id"]: row for row in queries.lock_leads(conn, oli_ids=sorted({l["oli_id"] for l in leads}))}
+    rows = {}
+    results = []
+    for lead in leads:
+        oli_id = lead["oli_id"]
+        current = existing.get(oli_id)
+        if current is not None and dialstate.is_live(current):
+            results.append(_result(oli_id, SKIPPED_IN_FLIGHT, current["data_id"], lead))
+            continue
+        data_id = str(uuid.uuid4())
+        status = UPDATED if current is not None or oli_id in rows else INSERTED
+        rows[oli_id] = {
+            "oli_id": oli_id,
+            "phone_number": lead["phone_number"],
+            "client_name": lead["client_name"],
+            "form_type": lead["form_type"],
+            "priority_id": lead["priority_id"],
+            "created_at": now,
+            "updated_at": now,
+            **dialstate.push_reset(
+                data_id=data_id, callback_scheduled_at=lead["callback_scheduled_at"], now=now, config=config
+            ),
+        }
+        results.append(_result(oli_id, status, data_id, lead))
+    if rows:
+        expected = sum(2 if oli_id in existing else 1 for oli_id in rows)
+        affected = queries.upsert_leads(conn, [rows[oli_id] for oli_id in sorted(rows)])
+        if affected != expected:
+            raise Conflict(f"a concurrent push inserted some of these oli_ids first ({affected} != {expected})")
+    return results
+
+
+def _result(oli_id, status, data_id, lead):
+    return {
+        "oli_id": oli_id,
+        "status": status,
+        "data_id": data_id,
+        "callback_scheduled_at": lead["callback_scheduled_at_sent"],
+    }

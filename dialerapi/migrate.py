@@ -1,0 +1,51 @@
+"""Schema migrations (yoyo-migrations, raw SQL in dialerapi/migrations) and reference seeds.
+
+`upgrade()` is what `dialerapi db upgrade` runs: a fresh database and an upgraded one end
+identical (decisions.md D1).
+"""
+
+from pathlib import Path
+
+from yoyo import get_backend, read_migrations
+
+from .db import connect, queries
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def _backend(database_url):
+    return get_backend(database_url.replace("mysql+pymysql://", "mysql://", 1))
+
+
+def pending(database_url):
+    """Ids of the migrations not yet applied to the database at `database_url`."""
+    backend = _backend(database_url)
+    return [m.id for m in backend.to_apply(read_migrations(str(MIGRATIONS_DIR)))]
+
+
+def upgrade(database_url):
+    """Apply every pending migration under yoyo's lock, then add missing seed rows.
+
+    Returns the ids of the migrations applied (empty when the schema was current). Seeding adds
+    missing priorities, the sales_dialer_config row and pause reasons, never overwriting rows an
+    operator changed. Raises pymysql errors when the database is unreachable.
+    """
+    backend = _backend(database_url)
+    migrations = read_migrations(str(MIGRATIONS_DIR))
+    with backend.lock():
+        to_apply = backend.to_apply(migrations)
+        backend.apply_migrations(to_apply)
+    seed(database_url)
+    return [m.id for m in to_apply]
+
+
+def seed(database_url):
+    """Insert the reference rows that are missing (priorities, dialer config, pause reasons)."""
+    conn = connect(database_url)
+    try:
+        queries.seed_priorities(conn)
+        queries.seed_dialer_config(conn)
+        queries.seed_pause_reasons(conn)
+        conn.commit()
+    finally:
+        conn.close()

@@ -1,0 +1,10 @@
+DROP TABLE sales_pause_reasons;
+DROP TABLE sales_missed_activities;
+DROP TABLE sales_agent_priorities;
+DROP TABLE sales_agent_skills;
+DROP TABLE sales_agents;
+DROP TABLE sales_call_attempts;
+DROP TABLE sales_pending_actions;
+DROP TABLE sales_master;
+DROP TABLE sales_dialer_config;
+DROP TABLE sales_priorities;

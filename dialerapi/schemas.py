@@ -1,0 +1,127 @@
+"""Request schemas (marshmallow) for every endpoint.
+
+Field names, limits and messages are those of lead-intake-api.md ("Resources and their fields",
+"Limits") and decisions.md D2-D4. Unknown keys are rejected with the message `unknown field`
+(D3). What a schema needs to know of the request (the time zone, the priority catalog) comes in
+through `RequestContext`:
+
+    with RequestContext({"tz": ZoneInfo("UTC"), "priorities": {...}}):
+        leads = load_push(body)
+"""
+
+import re
+
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
+from marshmallow.experimental.context import Context
+from marshmallow.validate import Length
+
+from .clock import parse_wall_clock
+
+RequestContext = Context[dict]
+
+MAX_BATCH = 500
+PHONE_DIGITS = (10, 15)
+
+
+class ApiSchema(Schema):
+    """Base schema: unknown keys are errors reported as `unknown field` (D3)."""
+
+    error_messages = {"unknown": "unknown field", "type": "must be a JSON object"}
+
+    class Meta:
+        unknown = RAISE
+
+
+class StrictInteger(fields.Integer):
+    """A JSON integer only: strings, floats and booleans are rejected (D4)."""
+
+    default_error_messages = {"invalid": "must be an integer"}
+
+    def __init__(self, **kwargs):
+        super().__init__(strict=True, **kwargs)
+
+
+class Text(fields.String):
+    """A JSON string; lengths are counted in characters (D4)."""
+
+    default_error_messages = {"invalid": "must be a string"}
+
+
+class PhoneNumber(fields.Field):
+    """A phone number sent as a JSON string or integer, stored as its digits only (D4).
+
+    `+91 98765-43210` loads as `919876543210`; after stripping everything but 0-9 the length must
+    be 10-15.
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise ValidationError("must be a string or an integer")
+        digits = re.sub(r"[^0-9]", "", str(value))
+        low, high = PHONE_DIGITS
+        if not low <= len(digits) <= high:
+            raise ValidationError(f"must be {low}-{high} digits after removing spaces and punctuation")
+        return digits
+
+
+class WallClockDateTime(fields.Field):
+    """A date and time per D2, loaded as naive wall-clock time in the request's DB_TIMEZONE."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        try:
+            return parse_wall_clock(value, RequestContext.get()["tz"])
+        except ValueError:
+            raise ValidationError(
+                "must be a date and time: YYYY-MM-DD HH:MM[:SS] or ISO 8601; date-only values are rejected"
+            ) from None
+
+
+class LeadSchema(ApiSchema):
+    """One lead of a push (lead-intake-api.md, "Lead (master row)"; D4).
+
+    Loads to a dict with oli_id, phone_number (digits), client_name, form_type, priority_id,
+    callback_scheduled_at (naive DB_TIMEZONE datetime or None) and callback_scheduled_at_sent (the
+    value exactly as sent, for the response). `data_id` and `agent_id` are unknown fields.
+    """
+
+    oli_id = Text(required=True, validate=Length(1, 100))
+    phone_number = PhoneNumber(required=True)
+    client_name = Text(required=True, validate=Length(1, 150))
+    form_type = Text(required=True, validate=Length(1, 64))
+    priority_id = StrictInteger(required=True)
+    callback_scheduled_at = WallClockDateTime(load_default=None, allow_none=True)
+
+    @validates_schema(skip_on_field_errors=False)
+    def check_priority(self, data, **kwargs):
+        """priority_id must exist, be active and not be Final Disposal; only a callback priority takes a time."""
+        if "priority_id" not in data:
+            return
+        priority = RequestContext.get()["priorities"].get(data["priority_id"])
+        if priority is None or not priority["is_active"]:
+            raise ValidationError("unknown priority_id", "priority_id")
+        if priority["is_disposed"]:
+            raise ValidationError("Final Disposal is set only by the dialer and cannot be pushed", "priority_id")
+        if data.get("callback_scheduled_at") is not None and not priority["is_callback"]:
+            raise ValidationError("callback_scheduled_at is only allowed for callback priorities", "callback_scheduled_at")
+
+    @post_load(pass_original=True)
+    def keep_sent_callback_time(self, data, original, **kwargs):
+        data["callback_scheduled_at_sent"] = original.get("callback_scheduled_at")
+        return data
+
+
+class LeadBatchSchema(ApiSchema):
+    """A batch push: `{"leads": [lead, ...]}` with 1-500 leads."""
+
+    leads = fields.List(fields.Nested(LeadSchema), required=True, validate=Length(1, MAX_BATCH))
+
+
+def load_push(body):
+    """Validate a push body, either one lead or `{"leads": [...]}`; return the list of loaded leads.
+
+    Must run inside RequestContext with `tz` and `priorities` ({id: {is_active, is_callback,
+    is_disposed}}). Raises marshmallow.ValidationError with every problem of the whole body.
+    """
+    if isinstance(body, dict) and "leads" in body:
+        return LeadBatchSchema().load(body)["leads"]
+    return [LeadSchema().load(body)]

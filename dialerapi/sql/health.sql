@@ -1,0 +1,2 @@
+-- name: ping()$
+SELECT 1;

@@ -1,0 +1,32 @@
+-- Lead push (lead-intake-api.md, POST /api/leads). Every value is a parameter: a literal inside
+-- VALUES (...) stops PyMySQL's executemany from sending one multi-row statement.
+
+-- name: lock_leads(oli_ids)
+-- Lock the rows of these oli_ids in oli_id order, so that overlapping batches lock in one order.
+SELECT id, oli_id, data_id, dial_status, isReserved
+FROM sales_master
+WHERE oli_id IN :oli_ids
+ORDER BY oli_id
+FOR UPDATE;
+
+-- name: upsert_leads*!
+-- One multi-row statement: inserts new oli_ids, and on rows this transaction holds locked and found
+-- not live writes the contact fields and the dial-state reset, keeping created_at. MySQL counts 1
+-- affected row per insert and 2 per update (data_id always changes), which is how the caller
+-- notices that a concurrent push inserted a "new" oli_id first.
+INSERT INTO sales_master
+  (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status, disposeRemark,
+   last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at,
+   callback_scheduled_at, call_count, isReserved, created_at, updated_at)
+VALUES
+  (:oli_id, :data_id, :phone_number, :client_name, :form_type, :priority_id, :dial_status, :disposeRemark,
+   :last_dial_result, :hangup_by, :hangup_cause, :last_attempt_at, :first_attempt_at, :next_retry_at,
+   :callback_scheduled_at, :call_count, :isReserved, :created_at, :updated_at)
+ON DUPLICATE KEY UPDATE
+  data_id = VALUES(data_id), phone_number = VALUES(phone_number), client_name = VALUES(client_name),
+  form_type = VALUES(form_type), priority_id = VALUES(priority_id), dial_status = VALUES(dial_status),
+  disposeRemark = VALUES(disposeRemark), last_dial_result = VALUES(last_dial_result),
+  hangup_by = VALUES(hangup_by), hangup_cause = VALUES(hangup_cause),
+  last_attempt_at = VALUES(last_attempt_at), first_attempt_at = VALUES(first_attempt_at),
+  next_retry_at = VALUES(next_retry_at), callback_scheduled_at = VALUES(callback_scheduled_at),
+  call_count = VALUES(call_count), isReserved = VALUES(isReserved), updated_at = VALUES(updated_at);

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Private MariaDB instance for development and tests: its own data directory, socket and port
+# under ./var/mariadb, started with --no-defaults so the system's /etc/mysql settings and server are
+# never touched. Installs mariadb-server with apt-get when mariadbd is missing.
+#
+#   scripts/devdb.sh start        start (idempotent) and create the `dialer` database
+#   scripts/devdb.sh stop         stop it; the data stays for the next start
+#   scripts/devdb.sh url          print the DATABASE_URL of the private instance
+#   scripts/devdb.sh exec CMD...  run CMD with DATABASE_URL set: the one from the environment or
+#                                 .env when there is one, otherwise the private instance (started)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DIR="$ROOT/var/mariadb"
+PORT="${DEVDB_PORT:-3307}"
+SOCK="$DIR/mysqld.sock"
+PIDFILE="$DIR/mysqld.pid"
+DBNAME="${DEVDB_NAME:-dialer}"
+
+log() { printf 'devdb: %s\n' "$*" >&2; }
+
+find_bin() {
+  local name
+  for name in "$@"; do
+    if command -v "$name" >/dev/null 2>&1; then command -v "$name"; return 0; fi
+    if [ -x "/usr/sbin/$name" ]; then echo "/usr/sbin/$name"; return 0; fi
+  done
+  return 1
+}
+
+ensure_installed() {
+  if find_bin mariadbd mysqld >/dev/null; then return 0; fi
+  log "mariadbd not found: installing mariadb-server with apt-get"
+  if [ "$(id -u)" -ne 0 ]; then
+    log "installing needs root: run 'sudo apt-get install mariadb-server' or set DATABASE_URL"; exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >/dev/null
+}
+
+running() {
+  [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+}
+
+client() {
+  "$(find_bin mariadb mysql)" --no-defaults --socket="$SOCK" -uroot "$@"
+}
+
+start() {
+  ensure_installed
+  if running; then return 0; fi
+  mkdir -p "$DIR"
+  if [ ! -d "$DIR/data/mysql" ]; then
+    log "initialising a private data directory in $DIR/data"
+    "$(find_bin mariadb-install-db mysql_install_db)" --no-defaults --datadir="$DIR/data" \
+      --user="$(id -un)" --auth-root-authentication-method=normal \
+      --skip-test-db >"$DIR/install.log" 2>&1 || { cat "$DIR/install.log" >&2; exit 1; }
+  fi
+  # setsid: a Ctrl-C on `make run` stops gunicorn, not the database in the same process group.
+  setsid "$(find_bin mariadbd mysqld)" --no-defaults --datadir="$DIR/data" --socket="$SOCK" \
+    --port="$PORT" --bind-address=127.0.0.1 --pid-file="$PIDFILE" --user="$(id -un)" \
+    --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
+    --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
+    --max-connections=500 --log-error="$DIR/error.log" >/dev/null 2>&1 &
+  for _ in $(seq 1 100); do
+    if client -e 'SELECT 1' >/dev/null 2>&1; then break; fi
+    sleep 0.1
+  done
+  if ! client -e 'SELECT 1' >/dev/null 2>&1; then
+    log "MariaDB did not start; the end of $DIR/error.log:"; tail -20 "$DIR/error.log" >&2; exit 1
+  fi
+  client -e "CREATE DATABASE IF NOT EXISTS \`$DBNAME\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+  log "MariaDB running on 127.0.0.1:$PORT (data in $DIR/data)"
+}
+
+stop() {
+  if ! running; then log "not running"; return 0; fi
+  local pid; pid=$(cat "$PIDFILE")
+  kill "$pid"
+  for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || { log "stopped"; return 0; }; sleep 0.1; done
+  log "MariaDB (pid $pid) did not stop within 30 s"; exit 1
+}
+
+url() { echo "mysql://root@127.0.0.1:$PORT/$DBNAME"; }
+
+env_database_url() {
+  if [ -n "${DATABASE_URL:-}" ]; then echo "$DATABASE_URL"; return; fi
+  if [ -f "$ROOT/.env" ]; then
+    sed -n 's/^[[:space:]]*\(export[[:space:]]\+\)\{0,1\}DATABASE_URL[[:space:]]*=[[:space:]]*//p' "$ROOT/.env" \
+      | tail -n 1 | sed -e 's/^["'\'']//' -e 's/["'\'']$//'
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  url) url ;;
+  exec)
+    shift
+    configured=$(env_database_url)
+    if [ -n "$configured" ]; then
+      export DATABASE_URL="$configured"
+    else
+      start
+      DATABASE_URL=$(url); export DATABASE_URL
+    fi
+    exec "$@"
+    ;;
+  *) echo "usage: $0 start|stop|url|exec CMD..." >&2; exit 2 ;;
+esac
