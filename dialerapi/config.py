@@ -24,6 +24,8 @@ def _secret(name, value):
     value = str(value).strip()
     if not value:
         raise ConfigError(f"{name} is required: set the shared service secret in the environment or .env")
+    if not (value.isascii() and value.isprintable()) or " " in value:
+        raise ConfigError(f"{name} must be printable ASCII without spaces: it travels in HTTP headers")
     return value
 
 

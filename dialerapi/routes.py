@@ -7,6 +7,7 @@ transaction, and returns the JSON body. Errors are raised and rendered by errors
 import json
 
 from flask import Blueprint, current_app, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import catalog, clock, leads, schemas
 from .auth import public
@@ -25,8 +26,13 @@ def json_body():
 
     Bodies over MAX_CONTENT_LENGTH (1 MiB, chunked ones too) are 413 before they are parsed.
     """
+    data = request.get_data(cache=True)
+    # Werkzeug stops reading a chunked body (no Content-Length) at the limit without raising, so a
+    # body that fills the whole limit was cut short: refuse it rather than parse a truncated batch.
+    if request.content_length is None and len(data) >= current_app.config["MAX_CONTENT_LENGTH"]:
+        raise RequestEntityTooLarge()
     try:
-        return json.loads(request.get_data(cache=True))
+        return json.loads(data)
     except (ValueError, RecursionError):
         raise ApiError(400, "invalid_json") from None
 

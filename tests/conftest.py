@@ -21,7 +21,7 @@ from dialerapi import clock, create_app, migrate
 from dialerapi.db import connect
 
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "test-secret-Ω-1234567890"
+SECRET = "test-secret-1234567890-abcdef"
 DATA_TABLES = (
     "sales_master", "sales_pending_actions", "sales_call_attempts", "sales_agents", "sales_agent_skills",
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
@@ -67,7 +67,7 @@ class Sql:
     def __call__(self, statement, *params):
         with self.conn.cursor() as cur:
             cur.execute(statement, params or None)
-            return cur.fetchall()
+            return list(cur.fetchall())
 
     def one(self, statement, *params):
         rows = self(statement, *params)

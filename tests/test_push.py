@@ -174,7 +174,7 @@ def test_past_callback_time_is_accepted(push, sql):
 def test_callback_time_on_a_non_callback_priority_is_rejected(push, sql):
     response = push(lead("CB", priority_id=2, callback_scheduled_at="2026-11-25 11:30"))
     assert errors_of(response) == {("callback_scheduled_at", "callback_scheduled_at is only allowed for callback priorities")}
-    assert sql("SELECT * FROM sales_master") == ()
+    assert sql("SELECT * FROM sales_master") == []
 
 
 @pytest.mark.parametrize("value", ["2026-11-25", "", "tomorrow", "2026-02-30 10:00", "25/11/2026 10:00", 1764064800])
@@ -261,7 +261,7 @@ def test_extra_fields_are_rejected_at_their_path(push, sql, extra):
     assert errors_of(push(lead(**{extra: "x"}))) == {(extra, "unknown field")}
     response = push({"leads": [lead("A"), lead("B", **{extra: 1})]})
     assert errors_of(response) == {(f"leads[1].{extra}", "unknown field")}
-    assert sql("SELECT * FROM sales_master") == ()
+    assert sql("SELECT * FROM sales_master") == []
 
 
 def test_unknown_key_beside_leads_is_rejected(push):
@@ -273,7 +273,7 @@ def test_one_bad_lead_rejects_the_whole_batch(push, sql):
     batch["leads"][7]["phone_number"] = "123"
     response = push(batch)
     assert fields_of(response) == {"leads[7].phone_number"}
-    assert sql("SELECT * FROM sales_master") == ()
+    assert sql("SELECT * FROM sales_master") == []
 
 
 def test_every_error_of_a_batch_is_reported(push):
