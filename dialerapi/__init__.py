@@ -7,10 +7,12 @@ DATABASE_URL, WS_SECRET and JOBS_ENABLED=False). See README.md and ../shared/spe
 import logging
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import auth, config as settings, errors, jobs, routes
 from .db import Database
 from .health import HealthState
+from .limits import limiter
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -24,6 +26,8 @@ def create_app(config=None):
     app.config.update(settings.load(config))
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False
+    if app.config["TRUSTED_PROXY_COUNT"]:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["TRUSTED_PROXY_COUNT"])
     _configure_logging(app.config["LOG_LEVEL"])
 
     app.extensions["dialerapi.db"] = Database(app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"])
@@ -31,6 +35,7 @@ def create_app(config=None):
 
     errors.register(app)
     app.before_request(auth.require_key)
+    limiter.init_app(app)
     for blueprint in routes.blueprints:
         app.register_blueprint(blueprint)
     jobs.init_app(app)

@@ -1,12 +1,14 @@
 """The dial-state rules shared by the HTTP routes and the engine-facing functions.
 
-lead-intake-api.md, "States and transitions" and "Dial-state reset". This module is the one
-implementation of "is this lead live", of the dial-state reset and of the work-window rule;
-callers lock the rows and write what these functions return.
+lead-intake-api.md, "States and transitions", "Dial-state reset" and "Claim and retry rules";
+decisions.md D6. This module is the one implementation of "is this lead live", of the dial-state
+reset, of the hangup transitions, of settle and of applying a held CRM action. Functions that
+touch the database take the connection first and never commit.
 
 All datetimes are naive wall-clock values in DB_TIMEZONE (decisions.md D2).
 """
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
@@ -20,6 +22,42 @@ NOT_CONNECTED = "Not Connected"
 DISPOSED = "Disposed"
 REJECTED = "Rejected"
 ABANDONED = "Abandoned"
+
+CALLBACK_PRIORITY_ID = 1
+MAX_TRIES_REMARK = "Dialer system: max tries reached"
+REDIAL = "redial"
+CALL_TYPES = ("outbound", REDIAL, "inbound")
+
+# Hangup outcomes reported to settle: (next dial_status, last_dial_result).
+OUTCOMES = {
+    "answered": (RECEIVED, "ANSWER"),
+    "no_answer": (NOT_CONNECTED, "NOANSWER"),
+    "busy": (NOT_CONNECTED, "BUSY"),
+    "congestion": (NOT_CONNECTED, "CONGESTION"),
+    "rejected": (REJECTED, "REJECT"),
+    "cancelled": (REJECTED, "CANCEL"),
+    "abandoned": (ABANDONED, "ABANDON"),
+    "originate_failed": (None, "ORIGINATE_FAILED"),
+}
+
+# The sales_master columns a dial-state change writes (queries.write_dial_state).
+DIAL_STATE_COLUMNS = (
+    "data_id", "priority_id", "dial_status", "previous_dial_status", "disposeRemark", "last_dial_result",
+    "hangup_by", "hangup_cause", "last_attempt_at", "first_attempt_at", "next_retry_at",
+    "callback_scheduled_at", "call_count", "isReserved",
+)
+
+
+class UnknownLead(LookupError):
+    """No sales_master row has this oli_id (HTTP 404 `unknown_oli_id`)."""
+
+
+class LeadInFlight(Exception):
+    """The lead is live (Calling + isReserved) and the operation may not touch it (HTTP 409 `lead_in_flight`)."""
+
+
+class NotLive(Exception):
+    """settle was called for a lead that is not live: there is no call to settle."""
 
 
 @dataclass(frozen=True)
@@ -117,3 +155,158 @@ def push_reset(*, data_id, callback_scheduled_at, now, config):
         return dial_state_reset(data_id=data_id, dial_status=CALLBACK, callback_scheduled_at=callback_scheduled_at)
     next_retry_at = None if in_work_window(now, config) else next_work_start(now, config)
     return dial_state_reset(data_id=data_id, dial_status=PENDING, next_retry_at=next_retry_at)
+
+
+def new_data_id():
+    return str(uuid.uuid4())
+
+
+def retry_after_no_answer(now, config):
+    """next_retry_at of a Not Connected lead: retry_seconds later, moved to the next work_start
+    when that falls outside the work window. (The multi-day retry_pattern belongs to the claim rules.)"""
+    candidate = now + timedelta(seconds=config.retry_seconds)
+    return candidate if in_work_window(candidate, config) else next_work_start(candidate, config)
+
+
+def status_before_claim(row):
+    """The status a live lead was claimed from: previous_dial_status as the claim recorded it, or,
+    for an engine that does not record it, what the row's counters imply."""
+    if row.get("previous_dial_status"):
+        return row["previous_dial_status"]
+    if row["callback_scheduled_at"] is not None:
+        return CALLBACK
+    return NOT_CONNECTED if row["call_count"] else PENDING
+
+
+def hangup_changes(row, outcome, now, config, *, call_type="outbound", hangup_by=None, hangup_cause=None,
+                   started_at=None, release_retry_ms=60000):
+    """The columns a hangup changes on a live row (lead-intake-api.md, the `Calling` rows of the state table).
+
+    `outcome` is a key of OUTCOMES. Every outcome clears the reservation. An originate failure
+    restores the status from before the claim, leaves call_count and the attempt times untouched and
+    retries after `release_retry_ms` milliseconds. Otherwise the attempt is counted (except a redial
+    that ends Not Connected), and: answered -> Received and rejected/cancelled -> Rejected, never
+    retried; no_answer/busy/congestion -> Not Connected retried after retry_seconds in the work
+    window, or Disposed with Final Disposal once call_count reaches max_tries; abandoned -> Abandoned
+    retried after retry_seconds unless a next_retry_at is already set. Raises KeyError for an
+    unknown outcome.
+    """
+    status, result = OUTCOMES[outcome]
+    changes = {"isReserved": 0, "previous_dial_status": None}
+    if status is None:
+        changes.update(
+            dial_status=status_before_claim(row), next_retry_at=now + timedelta(milliseconds=release_retry_ms)
+        )
+        return changes
+    counted = not (call_type == REDIAL and status == NOT_CONNECTED)
+    attempt_at = started_at or now
+    changes.update(
+        dial_status=status, last_dial_result=result, hangup_by=hangup_by, hangup_cause=hangup_cause,
+        call_count=row["call_count"] + (1 if counted else 0), last_attempt_at=attempt_at,
+        first_attempt_at=row["first_attempt_at"] or attempt_at, next_retry_at=None,
+    )
+    if status == NOT_CONNECTED:
+        if changes["call_count"] >= config.max_tries:
+            changes.update(dial_status=DISPOSED, priority_id=config.disposed_priority_id, disposeRemark=MAX_TRIES_REMARK)
+        else:
+            changes["next_retry_at"] = retry_after_no_answer(now, config)
+    elif status == ABANDONED:
+        changes["next_retry_at"] = row["next_retry_at"] or now + timedelta(seconds=config.retry_seconds)
+    return changes
+
+
+def callback_changes(scheduled_at, *, priority_id=None):
+    """A CRM callback: the dial-state reset to Callback at `scheduled_at` with a new data_id.
+
+    send-callback-request keeps the lead's priority (priority_id None); a pending callback moves it
+    to the callback priority (1).
+    """
+    changes = {**dial_state_reset(data_id=new_data_id(), dial_status=CALLBACK, callback_scheduled_at=scheduled_at),
+               "previous_dial_status": None}
+    if priority_id is not None:
+        changes["priority_id"] = priority_id
+    return changes
+
+
+def disposition_changes(reason, config):
+    """A CRM final disposition: Disposed, `CRM: <reason>`, priority Final Disposal, no callback,
+    no retry, not reserved, new data_id; the engines stop claiming it."""
+    return {
+        "data_id": new_data_id(), "dial_status": DISPOSED, "previous_dial_status": None,
+        "disposeRemark": f"CRM: {reason}", "priority_id": config.disposed_priority_id,
+        "callback_scheduled_at": None, "next_retry_at": None, "isReserved": 0,
+    }
+
+
+def write_lead(conn, row, changes, now):
+    """Write `changes` onto the locked master `row`; return the row as it now stands."""
+    updated = {**row, **changes, "updated_at": now}
+    queries.write_dial_state(conn, id=row["id"], updated_at=now, **{c: updated[c] for c in DIAL_STATE_COLUMNS})
+    return updated
+
+
+def lock_lead(conn, oli_id):
+    """SELECT ... FOR UPDATE the master row of `oli_id`. Raises UnknownLead."""
+    row = queries.lock_lead(conn, oli_id=oli_id)
+    if row is None:
+        raise UnknownLead(oli_id)
+    return row
+
+
+def apply_action(conn, row, action, now, config):
+    """Apply a CRM action (a sales_pending_actions row or one about to be stored) to a lead that is not live."""
+    if action["action"] == "callback":
+        changes = callback_changes(action["scheduled_at"], priority_id=CALLBACK_PRIORITY_ID)
+    else:
+        changes = disposition_changes(action["reason"], config)
+    return write_lead(conn, row, changes, now)
+
+
+def apply_latest_pending(conn, row, now, config):
+    """Apply the newest `pending` action of the lead (latest wins) and supersede any older ones.
+
+    The lead must be locked and not live. Returns (row, applied action or None).
+    """
+    action = queries.latest_pending_action(conn, oli_id=row["oli_id"])
+    if action is None:
+        return row, None
+    row = apply_action(conn, row, action, now, config)
+    queries.mark_pending_applied(conn, id=action["id"], applied_at=now)
+    queries.supersede_pending(conn, oli_id=row["oli_id"])
+    return row, {**action, "status": "applied", "applied_at": now}
+
+
+def settle(conn, oli_id, outcome, now, *, grace_minutes, release_retry_ms, agent_id=None, call_type="outbound",
+           hangup_by=None, hangup_cause=None, started_at=None):
+    """Settle a hangup reported by the dialing engine (decisions.md D6), in the caller's transaction.
+
+    Locks the master row; records the call attempt in sales_call_attempts; applies the hangup
+    transition (`hangup_changes`); clears the reservation; ends the agent's open missed activity
+    for the lead (ended_at = now, due_at = now + `grace_minutes`); then applies the latest pending
+    CRM action of the oli_id, which wins over the hangup state. `now` and `started_at` are
+    wall-clock DB_TIMEZONE datetimes.
+
+    Returns {"lead": the row as it now stands, "pending": the action applied or None}. Raises
+    UnknownLead, NotLive when the lead is not Calling + reserved, KeyError for an unknown outcome.
+    """
+    if outcome not in OUTCOMES:
+        raise KeyError(outcome)
+    row = lock_lead(conn, oli_id)
+    if not is_live(row):
+        raise NotLive(oli_id)
+    config = load_config(conn)
+    queries.insert_call_attempt(
+        conn, lead_id=row["id"], oli_id=oli_id, agent_id=agent_id, call_type=call_type,
+        started_at=started_at, ended_at=now, result=OUTCOMES[outcome][1], hangup_by=hangup_by,
+        hangup_cause=hangup_cause,
+    )
+    changes = hangup_changes(
+        row, outcome, now, config, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
+        started_at=started_at, release_retry_ms=release_retry_ms,
+    )
+    row = write_lead(conn, row, changes, now)
+    queries.end_missed_activities(
+        conn, lead_id=row["id"], agent_id=agent_id, ended_at=now, due_at=now + timedelta(minutes=grace_minutes)
+    )
+    row, applied = apply_latest_pending(conn, row, now, config)
+    return {"lead": row, "pending": applied}

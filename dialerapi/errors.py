@@ -10,6 +10,8 @@ from flask import jsonify
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
+from .dialstate import LeadInFlight, UnknownLead
+
 log = logging.getLogger(__name__)
 
 HTTP_CODES = {
@@ -73,6 +75,14 @@ def register(app):
     @app.errorhandler(ApiError)
     def api_error(err):
         return error_response(err.status, err.code, err.details, err.headers)
+
+    @app.errorhandler(UnknownLead)
+    def unknown_lead(err):
+        return error_response(404, "unknown_oli_id")
+
+    @app.errorhandler(LeadInFlight)
+    def in_flight(err):
+        return error_response(409, "lead_in_flight")
 
     @app.errorhandler(ValidationError)
     def invalid(err):

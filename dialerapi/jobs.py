@@ -5,13 +5,64 @@ process per tick across workers and hosts take a MySQL GET_LOCK (decisions.md D6
 jobs, such as the health checks that feed /healthz, run in every worker.
 """
 
-from datetime import datetime, timezone
+import logging
+import time
+from datetime import datetime, timedelta, timezone
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from . import health
+from . import actions, clock, health
+from .db import get_db, queries
+
+log = logging.getLogger(__name__)
 
 scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
+
+SWEEP_SECONDS = 60
+# A run counts for the whole tick: another process whose tick comes within this share of the
+# interval after it skips, so workers and hosts started at different moments never double up.
+TICK_SHARE = 0.9
+
+
+def run_once_per_tick(db, name, interval_seconds, now, work):
+    """Run `work()` unless another process holds the job or ran it less than 0.9 interval ago.
+
+    Holds the MySQL named lock `dialerapi.<name>` (GET_LOCK, no wait) for the run, and records the
+    start, end and result in dialerapi_job_runs. Returns work()'s result, or None when skipped.
+    """
+    conn = db.pool.connection()
+    lock_name = f"dialerapi.{name}"
+    try:
+        if not queries.try_job_lock(conn, name=lock_name):
+            return None
+        try:
+            last = queries.job_last_started(conn, name=name)
+            if last is not None and (now - last).total_seconds() < interval_seconds * TICK_SHARE:
+                conn.rollback()
+                return None
+            queries.record_job_start(conn, name=name, started_at=now)
+            conn.commit()
+            started = time.monotonic()
+            result = work()
+            finished_at = now + timedelta(seconds=round(time.monotonic() - started))
+            queries.record_job_end(conn, name=name, finished_at=finished_at, result=str(result)[:255])
+            conn.commit()
+            return result
+        finally:
+            queries.release_job_lock(conn, name=lock_name)
+    finally:
+        conn.close()
+
+
+def sweep_tick(app):
+    """The sweep job (decisions.md D6): at most one process per tick applies held CRM actions."""
+    with app.app_context():
+        db = get_db()
+        now = clock.now(app.config["DB_TIMEZONE"])
+        result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: actions.sweep(db, now))
+        if result and (result["applied"] or result["failed"]):
+            log.info("sweep: %s", result)
+        return result
 
 
 def init_app(app):
@@ -21,6 +72,9 @@ def init_app(app):
     scheduler.add_job(
         health.check_database, "interval", seconds=health.DB_CHECK_SECONDS, args=[app],
         id="health.database", replace_existing=True, next_run_time=datetime.now(timezone.utc),
+    )
+    scheduler.add_job(
+        sweep_tick, "interval", seconds=SWEEP_SECONDS, args=[app], id="sweep", replace_existing=True,
     )
     if not scheduler.running:
         scheduler.start()

@@ -4,6 +4,7 @@
 identical (decisions.md D1).
 """
 
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from yoyo import get_backend, read_migrations
@@ -13,14 +14,19 @@ from .db import connect, queries
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
+@contextmanager
 def _backend(database_url):
-    return get_backend(database_url.replace("mysql+pymysql://", "mysql://", 1))
+    # Close yoyo's connection every time: left open in a transaction it would hold metadata locks
+    # that block the next migration's ALTER TABLE.
+    backend = get_backend(database_url.replace("mysql+pymysql://", "mysql://", 1))
+    with closing(backend.connection):
+        yield backend
 
 
 def pending(database_url):
     """Ids of the migrations not yet applied to the database at `database_url`."""
-    backend = _backend(database_url)
-    return [m.id for m in backend.to_apply(read_migrations(str(MIGRATIONS_DIR)))]
+    with _backend(database_url) as backend:
+        return [m.id for m in backend.to_apply(read_migrations(str(MIGRATIONS_DIR)))]
 
 
 def upgrade(database_url):
@@ -30,10 +36,8 @@ def upgrade(database_url):
     missing priorities, the sales_dialer_config row and pause reasons, never overwriting rows an
     operator changed. Raises pymysql errors when the database is unreachable.
     """
-    backend = _backend(database_url)
-    migrations = read_migrations(str(MIGRATIONS_DIR))
-    with backend.lock():
-        to_apply = backend.to_apply(migrations)
+    with _backend(database_url) as backend, backend.lock():
+        to_apply = backend.to_apply(read_migrations(str(MIGRATIONS_DIR)))
         backend.apply_migrations(to_apply)
     seed(database_url)
     return [m.id for m in to_apply]

@@ -9,16 +9,18 @@ import json
 from flask import Blueprint, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import catalog, clock, leads, schemas
+from . import actions, catalog, clock, leads, schemas
 from .auth import public
 from .db import get_db
 from .errors import ApiError
+from .limits import crm_actions
 
 leads_bp = Blueprint("leads", __name__)
+callbacks_bp = Blueprint("callbacks", __name__)
 catalog_bp = Blueprint("catalog", __name__)
 health_bp = Blueprint("health", __name__)
 
-blueprints = (leads_bp, catalog_bp, health_bp)
+blueprints = (leads_bp, callbacks_bp, catalog_bp, health_bp)
 
 
 def json_body():
@@ -41,16 +43,62 @@ def db_timezone():
     return current_app.config["DB_TIMEZONE"]
 
 
+def load(schema, body, **context):
+    """Validate `body` with `schema` inside a RequestContext holding the time zone, now, and `context`."""
+    tz = db_timezone()
+    with schemas.RequestContext({"tz": tz, "now": clock.now(tz), **context}):
+        return schema.load(body)
+
+
 @leads_bp.post("/api/leads")
 @leads_bp.post("/api/master")
 def push_leads():
     """Upsert one lead or a batch of 1-500 (lead-intake-api.md, POST /api/leads; D4). 201 always."""
     body = json_body()
     db = get_db()
-    with schemas.RequestContext({"tz": db_timezone(), "priorities": db.run(catalog.push_priorities)}):
+    tz = db_timezone()
+    with schemas.RequestContext({"tz": tz, "priorities": db.run(catalog.push_priorities)}):
         batch = schemas.load_push(body)
-    results = db.run(leads.push_leads, batch, clock.now(db_timezone()))
-    return {"ok": True, "leads": results}, 201
+    return {"ok": True, "leads": db.run(leads.push_leads, batch, clock.now(tz))}, 201
+
+
+@callbacks_bp.post("/api/send-callback-request")
+@crm_actions
+def send_callback_request():
+    """Set a callback time on an existing lead now (lead-intake-api.md, POST /api/send-callback-request).
+
+    200 {ok, lead}; 404 unknown_oli_id; 409 lead_in_flight while the lead is live.
+    """
+    callback = load(schemas.SendCallbackSchema(), json_body())
+    lead = get_db().run(actions.request_callback, callback["oli_id"], callback["scheduled_at"], clock.now(db_timezone()))
+    return {"ok": True, "lead": lead}
+
+
+@callbacks_bp.post("/api/pending-callbacks")
+@crm_actions
+def pending_callback():
+    """CRM callback, held while the lead is live (lead-intake-api.md, POST /api/pending-callbacks; D5).
+
+    200 {ok, pending: {id, oli_id, scheduled_at, status: applied}} when applied now, 202 with
+    status pending when held until settle; 404 unknown_oli_id.
+    """
+    stored = get_db().run(actions.submit_action, load(schemas.PendingCallbackSchema(), json_body()), clock.now(db_timezone()))
+    pending = {key: stored[key] for key in ("id", "oli_id", "scheduled_at", "status")}
+    pending["scheduled_at"] = clock.format_wall_clock(pending["scheduled_at"])
+    return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
+
+
+@callbacks_bp.post("/api/pending-dispositions")
+@crm_actions
+def pending_disposition():
+    """CRM final disposition, held while the lead is live (lead-intake-api.md, POST /api/pending-dispositions; D5).
+
+    200 {ok, pending: {id, oli_id, action: dispose, reason, status: applied}} when applied now,
+    202 with status pending when held; 404 unknown_oli_id.
+    """
+    stored = get_db().run(actions.submit_action, load(schemas.PendingDispositionSchema(), json_body()), clock.now(db_timezone()))
+    pending = {key: stored[key] for key in ("id", "oli_id", "action", "reason", "status")}
+    return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
 
 
 @catalog_bp.get("/api/pause-reasons")

@@ -10,14 +10,17 @@ through `RequestContext`:
 """
 
 import re
+from datetime import timedelta
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.experimental.context import Context
-from marshmallow.validate import Length
+from marshmallow.validate import Length, OneOf
 
 from .clock import parse_wall_clock
 
 RequestContext = Context[dict]
+
+MAX_CALLBACK_PAST = timedelta(minutes=5)
 
 MAX_BATCH = 500
 PHONE_DIGITS = (10, 15)
@@ -125,3 +128,75 @@ def load_push(body):
     if isinstance(body, dict) and "leads" in body:
         return LeadBatchSchema().load(body)["leads"]
     return [LeadSchema().load(body)]
+
+
+def _optional_text(max_chars):
+    return Text(load_default=None, allow_none=True, validate=Length(max=max_chars))
+
+
+class SendCallbackSchema(ApiSchema):
+    """POST /api/send-callback-request: `oliId` and exactly one of `scheduledAt` / `ScheduledAt` (D5).
+
+    Loads to {oli_id, scheduled_at (naive DB_TIMEZONE datetime)}; past times are accepted.
+    """
+
+    oliId = Text(required=True, validate=Length(1, 100))
+    scheduledAt = WallClockDateTime()
+    ScheduledAt = WallClockDateTime()
+
+    @validates_schema(pass_original=True, skip_on_field_errors=False)
+    def one_time(self, data, original_data, **kwargs):
+        given = [name for name in ("scheduledAt", "ScheduledAt") if name in original_data]
+        if len(given) > 1:
+            raise ValidationError("send exactly one of scheduledAt and ScheduledAt", "ScheduledAt")
+        if not given:
+            raise ValidationError("Missing data for required field.", "scheduledAt")
+
+    @post_load
+    def to_action(self, data, **kwargs):
+        return {"oli_id": data["oliId"], "scheduled_at": data.get("scheduledAt") or data.get("ScheduledAt")}
+
+
+class AuditSchema(ApiSchema):
+    """The optional audit fields stored with a pending row (lead-intake-api.md, "Pending row")."""
+
+    agentId = StrictInteger(load_default=None, allow_none=True)
+    extension = _optional_text(16)
+    workStatus = _optional_text(100)
+    subDisposition = _optional_text(100)
+    remarks = _optional_text(500)
+
+
+class PendingCallbackSchema(AuditSchema):
+    """POST /api/pending-callbacks (camelCase). `scheduledAt` must not be more than 5 minutes in the past.
+
+    Loads to {oli_id, action: "callback", scheduled_at, agentId, extension, callbackType,
+    workStatus, subDisposition, remarks}.
+    """
+
+    oliId = Text(required=True, validate=Length(1, 100))
+    scheduledAt = WallClockDateTime(required=True)
+    callbackType = Text(load_default=None, allow_none=True, validate=OneOf(["today", "future_day"]))
+
+    @validates_schema(skip_on_field_errors=True)
+    def not_in_the_past(self, data, **kwargs):
+        if data["scheduledAt"] < RequestContext.get()["now"] - MAX_CALLBACK_PAST:
+            raise ValidationError("must not be more than 5 minutes in the past", "scheduledAt")
+
+    @post_load
+    def to_action(self, data, **kwargs):
+        return {"oli_id": data.pop("oliId"), "action": "callback", "scheduled_at": data.pop("scheduledAt"), **data}
+
+
+class PendingDispositionSchema(AuditSchema):
+    """POST /api/pending-dispositions: `oliId`, `reason` (1-200 chars) and the audit fields.
+
+    Loads to {oli_id, action: "dispose", reason, agentId, extension, workStatus, subDisposition, remarks}.
+    """
+
+    oliId = Text(required=True, validate=Length(1, 100))
+    reason = Text(required=True, validate=Length(1, 200))
+
+    @post_load
+    def to_action(self, data, **kwargs):
+        return {"oli_id": data.pop("oliId"), "action": "dispose", **data}

@@ -19,13 +19,14 @@ import requests
 
 from dialerapi import clock, create_app, migrate
 from dialerapi.db import connect
+from dialerapi.limits import limiter
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-1234567890-abcdef"
 DATA_TABLES = (
     "sales_master", "sales_pending_actions", "sales_call_attempts", "sales_agents", "sales_agent_skills",
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
-    "sales_pause_reasons",
+    "sales_pause_reasons", "dialerapi_job_runs",
 )
 
 
@@ -113,6 +114,7 @@ def session_app(database_url):
 
 @pytest.fixture
 def app(session_app):
+    limiter.reset()
     return session_app
 
 

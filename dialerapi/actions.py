@@ -1,0 +1,94 @@
+"""CRM after-call actions: send-callback-request, pending callbacks and dispositions, and the sweep.
+
+lead-intake-api.md: POST /api/send-callback-request, /api/pending-callbacks,
+/api/pending-dispositions, "Pending row statuses"; decisions.md D5 and D6. The dial-state changes
+themselves come from dialstate; this module decides when they apply. Every function here takes the
+connection first and runs inside the caller's transaction, except `sweep`, which runs one
+transaction per oli_id.
+"""
+
+from datetime import timedelta
+
+from . import dialstate
+from .clock import format_wall_clock
+from .db import queries
+
+SWEEP_MIN_AGE = timedelta(seconds=30)
+SWEEP_BATCH = 500
+AUDIT_FIELDS = ("agentId", "extension", "callbackType", "workStatus", "subDisposition", "remarks")
+CLEARED_BY = {"callback": "callback", "dispose": "disposition"}
+
+
+def request_callback(conn, oli_id, scheduled_at, now):
+    """POST /api/send-callback-request: Callback at `scheduled_at`, priority kept, dial-state reset.
+
+    Returns the response's `lead` object {oli_id, data_id, dial_status, callback_scheduled_at
+    ('YYYY-MM-DD HH:MM:SS' in DB_TIMEZONE)}. Raises dialstate.UnknownLead (404) and
+    dialstate.LeadInFlight (409) when the lead is Calling + reserved.
+    """
+    row = dialstate.lock_lead(conn, oli_id)
+    if dialstate.is_live(row):
+        raise dialstate.LeadInFlight(oli_id)
+    row = dialstate.write_lead(conn, row, dialstate.callback_changes(scheduled_at), now)
+    return {
+        "oli_id": row["oli_id"],
+        "data_id": row["data_id"],
+        "dial_status": row["dial_status"],
+        "callback_scheduled_at": format_wall_clock(row["callback_scheduled_at"]),
+    }
+
+
+def submit_action(conn, action, now):
+    """Store a CRM callback (`action="callback"`, scheduled_at) or disposition (`action="dispose"`, reason).
+
+    In one transaction (D5): lock the lead; supersede its older pending rows (latest wins); store
+    the row, `applied` with the change made now when the lead is not live, `pending` (held until
+    settle or the sweep) when it is; clear every open missed activity of the oli_id (cleared_by
+    callback or disposition). `action` carries oli_id, action, scheduled_at or reason, and the
+    optional audit fields. Returns the stored row as a dict with its `id` and `status`. Raises
+    dialstate.UnknownLead.
+    """
+    row = dialstate.lock_lead(conn, action["oli_id"])
+    live = dialstate.is_live(row)
+    queries.supersede_pending(conn, oli_id=action["oli_id"])
+    stored = {
+        "oli_id": action["oli_id"], "action": action["action"], "scheduled_at": action.get("scheduled_at"),
+        "reason": action.get("reason"), "status": "pending" if live else "applied", "created_at": now,
+        "applied_at": None if live else now, **{field: action.get(field) for field in AUDIT_FIELDS},
+    }
+    queries.insert_pending_action(conn, **stored)
+    stored["id"] = queries.last_insert_id(conn)
+    if not live:
+        dialstate.apply_action(conn, row, stored, now, dialstate.load_config(conn))
+    queries.clear_missed_activities(conn, oli_id=action["oli_id"], cleared_at=now, cleared_by=CLEARED_BY[action["action"]])
+    return stored
+
+
+def apply_held(conn, oli_id, now):
+    """Apply the held action of one oli_id if its lead is no longer live.
+
+    Returns "applied", "live" (still on a call: left pending) or "failed" (the oli_id no longer
+    exists: its pending rows become `failed`).
+    """
+    row = queries.lock_lead(conn, oli_id=oli_id)
+    if row is None:
+        queries.fail_pending(conn, oli_id=oli_id)
+        return "failed"
+    if dialstate.is_live(row):
+        return "live"
+    dialstate.apply_latest_pending(conn, row, now, dialstate.load_config(conn))
+    return "applied"
+
+
+def sweep(db, now):
+    """Apply pending rows older than 30 s whose lead is not live; fail those whose oli_id is gone (D6).
+
+    Catches leads that an engine settled without calling settle. One transaction per oli_id, at
+    most SWEEP_BATCH oli_ids per call. Returns counts {"applied": n, "live": n, "failed": n}.
+    """
+    due = db.run(lambda conn: [r["oli_id"] for r in queries.due_pending_oli_ids(
+        conn, cutoff=now - SWEEP_MIN_AGE, max_rows=SWEEP_BATCH)])
+    counts = {"applied": 0, "live": 0, "failed": 0}
+    for oli_id in due:
+        counts[db.run(apply_held, oli_id, now)] += 1
+    return counts
