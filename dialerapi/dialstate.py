@@ -8,6 +8,7 @@ touch the database take the connection first and never commit.
 All datetimes are naive wall-clock values in DB_TIMEZONE (decisions.md D2).
 """
 
+import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
@@ -183,20 +184,21 @@ def hangup_changes(row, outcome, now, config, *, call_type="outbound", hangup_by
     """The columns a hangup changes on a live row (lead-intake-api.md, the `Calling` rows of the state table).
 
     `outcome` is a key of OUTCOMES. Every outcome clears the reservation. An originate failure
-    restores the status from before the claim, leaves call_count and the attempt times untouched and
-    retries after `release_retry_ms` milliseconds. Otherwise the attempt is counted (except a redial
-    that ends Not Connected), and: answered -> Received and rejected/cancelled -> Rejected, never
-    retried; no_answer/busy/congestion -> Not Connected retried after retry_seconds in the work
-    window, or Disposed with Final Disposal once call_count reaches max_tries; abandoned -> Abandoned
-    retried after retry_seconds unless a next_retry_at is already set. Raises KeyError for an
-    unknown outcome.
+    restores the status from before the claim, leaves call_count and the attempt times untouched
+    and retries after `release_retry_ms` milliseconds, rounded up to whole seconds. Otherwise the
+    attempt is counted (except a redial that ends Not Connected), and:
+    - answered -> Received, and rejected/cancelled -> Rejected: never retried;
+    - no_answer/busy/congestion -> Not Connected, retried after retry_seconds inside the work
+      window, or Disposed with Final Disposal once call_count reaches max_tries;
+    - abandoned -> Abandoned, retried after retry_seconds unless a next_retry_at is already set.
+    Raises KeyError for an unknown outcome.
     """
     status, result = OUTCOMES[outcome]
     changes = {"isReserved": 0, "previous_dial_status": None}
     if status is None:
-        changes.update(
-            dial_status=status_before_claim(row), next_retry_at=now + timedelta(milliseconds=release_retry_ms)
-        )
+        # DATETIME holds whole seconds: round the delay up so the retry never comes early.
+        delay = timedelta(seconds=math.ceil(release_retry_ms / 1000))
+        changes.update(dial_status=status_before_claim(row), next_retry_at=now + delay)
         return changes
     counted = not (call_type == REDIAL and status == NOT_CONNECTED)
     attempt_at = started_at or now

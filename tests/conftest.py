@@ -9,11 +9,10 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import timezone
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import pymysql
 import pytest
 import requests
 
@@ -148,38 +147,91 @@ def free_port():
 
 
 class LiveServer:
-    def __init__(self, base_url, process):
+    """A gunicorn serving wsgi:app on a loopback port, as `make run` does."""
+
+    def __init__(self, base_url, process, log):
         self.base_url = base_url
         self.process = process
+        self.log = log
 
     def url(self, path):
         return self.base_url + path
 
+    def stop(self):
+        os.killpg(self.process.pid, signal.SIGTERM)
+        self.process.wait(timeout=30)
 
-@pytest.fixture(scope="session")
-def live_server(database_url, tmp_path_factory):
-    """gunicorn serving wsgi:app (2 gthread workers) on a free loopback port."""
+
+def start_gunicorn(database_url, log, workers=2, **settings):
+    """Start gunicorn (gthread workers) on a free port with the test settings plus `settings`; wait until it serves."""
     port = free_port()
-    log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
     env = {
         **os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "JOBS_ENABLED": "false",
-        "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": "2",
+        "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers), **settings,
     }
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [str(Path(sys.executable).with_name("gunicorn")), "wsgi:app"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
-    base = f"http://127.0.0.1:{port}"
+    server = LiveServer(f"http://127.0.0.1:{port}", process, log)
     deadline = time.monotonic() + 30
     while True:
         try:
-            requests.get(base + "/healthz", timeout=1)
-            break
+            requests.get(server.url("/healthz"), timeout=1)
+            return server
         except requests.ConnectionError:
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("gunicorn did not start:\n" + log.read_text())
+                server.stop()
+                pytest.fail("gunicorn did not start:\n" + Path(log).read_text())
             time.sleep(0.1)
-    yield LiveServer(base, process)
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def live_server(database_url, tmp_path_factory):
+    """gunicorn serving wsgi:app (2 gthread workers) on a free loopback port."""
+    server = start_gunicorn(database_url, tmp_path_factory.mktemp("gunicorn") / "gunicorn.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def new_lead(client, auth):
+    """Push one lead through the API: `new_lead("OLI-1", priority_id=1, ...)`; returns the stored data_id."""
+
+    def push(oli_id, **fields):
+        body = {"oli_id": oli_id, "phone_number": "+91 98765 43210", "client_name": "Meena Sundaram",
+                "form_type": "home_loan", "priority_id": 2, **fields}
+        response = client.post("/api/leads", json=body, headers=auth)
+        assert response.status_code == 201, response.get_json()
+        return response.get_json()["leads"][0]["data_id"]
+
+    return push
+
+
+@pytest.fixture
+def make_live(sql):
+    """Claim a lead as the dialing engine does: Calling, reserved, remembering the status it left."""
+
+    def claim(oli_id, **columns):
+        sql("UPDATE sales_master SET previous_dial_status = dial_status, dial_status = 'Calling', isReserved = 1"
+            " WHERE oli_id = %s", oli_id)
+        for column, value in columns.items():
+            sql(f"UPDATE sales_master SET {column} = %s WHERE oli_id = %s", value, oli_id)
+        return sql.lead(oli_id)
+
+    return claim
+
+
+@pytest.fixture
+def open_missed_activity(sql):
+    """Insert an open missed activity of `agent_id` for a lead (as the engine does when a call connects)."""
+
+    def insert(oli_id, agent_id=501, connected_at="2026-11-21 10:00:00", ended_at=None, due_at=None):
+        lead = sql.lead(oli_id)
+        sql("INSERT INTO sales_missed_activities (agent_id, lead_id, oli_id, call_type, extension, connected_at,"
+            " ended_at, due_at) VALUES (%s, %s, %s, 'outbound', '4501', %s, %s, %s)",
+            agent_id, lead["id"], oli_id, connected_at, ended_at, due_at)
+        return sql.one("SELECT * FROM sales_missed_activities WHERE id = LAST_INSERT_ID()")
+
+    return insert

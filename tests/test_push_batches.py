@@ -28,7 +28,7 @@ def test_example_crm_batch_is_stored_exactly_as_sent(live_server, sql):
     rows = {row["oli_id"]: row for row in sql("SELECT * FROM sales_master")}
     assert len(rows) == 500
     scripts = set()
-    for sent, entry in zip(batch["leads"], entries):
+    for sent, entry in zip(batch["leads"], entries, strict=True):
         row = rows[sent["oli_id"]]
         assert row["data_id"] == entry["data_id"]
         assert row["phone_number"] == re.sub(r"[^0-9]", "", str(sent["phone_number"]))
@@ -91,7 +91,7 @@ def test_concurrent_overlapping_batches_while_rows_go_live(live_server, database
                 errors.append((response.status_code, response.text))
                 continue
             with lock:
-                for sent, entry in zip(leads, response.json()["leads"]):
+                for sent, entry in zip(leads, response.json()["leads"], strict=True):
                     if entry["status"] != "skipped_in_flight":
                         written[entry["data_id"]] = sent["client_name"]
 

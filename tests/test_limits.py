@@ -1,0 +1,122 @@
+"""Rate limits: lead-intake-api.md "Limits"; decisions.md D3 (429 body, Retry-After) and D5 (one
+counter shared by the three CRM action endpoints, client IP, TRUSTED_PROXY_COUNT)."""
+
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+import requests
+
+from conftest import SECRET, free_port, make_app, start_gunicorn
+
+ENDPOINTS = (
+    ("/api/send-callback-request", {"oliId": "ghost", "scheduledAt": "2026-11-22 10:00"}),
+    ("/api/pending-callbacks", {"oliId": "ghost", "scheduledAt": "2030-11-22 10:00"}),
+    ("/api/pending-dispositions", {"oliId": "ghost", "reason": "DND"}),
+)
+
+
+def post(client, n, auth, ip="10.1.1.1", headers=None):
+    path, body = ENDPOINTS[n % 3]
+    return client.post(path, json=body, headers={**auth, **(headers or {})}, environ_base={"REMOTE_ADDR": ip})
+
+
+def test_the_three_endpoints_share_one_counter_of_120_per_ip(client, auth):
+    statuses = [post(client, n, auth).status_code for n in range(120)]
+    assert set(statuses) == {404}
+    for n in range(3):
+        response = post(client, n, auth)
+        assert response.status_code == 429
+        assert response.get_json() == {"ok": False, "error": "rate_limited"}
+        assert 0 < int(response.headers["Retry-After"]) <= 60
+    assert post(client, 0, auth, ip="10.2.2.2").status_code == 404, "another client IP has its own counter"
+
+
+def test_lead_push_is_not_limited(client, auth):
+    for n in range(120):
+        post(client, n, auth)
+    lead = {"oli_id": "X", "phone_number": "9876543210", "client_name": "A", "form_type": "f", "priority_id": 2}
+    for _ in range(130):
+        response = client.post("/api/leads", json=lead, headers=auth, environ_base={"REMOTE_ADDR": "10.1.1.1"})
+        assert response.status_code == 201
+
+
+def test_forwarded_for_is_ignored_without_trusted_proxies(client, auth):
+    for n in range(120):
+        post(client, n, auth, headers={"X-Forwarded-For": f"192.0.2.{n}"})
+    assert post(client, 0, auth, headers={"X-Forwarded-For": "192.0.2.250"}).status_code == 429
+
+
+def test_trusted_proxy_count_takes_the_client_from_x_forwarded_for(database_url, auth):
+    from dialerapi.limits import limiter
+
+    client = make_app(database_url, TRUSTED_PROXY_COUNT=1).test_client()
+    limiter.reset()
+    proxy = "127.0.0.1"
+    for n in range(120):
+        assert post(client, n, auth, ip=proxy, headers={"X-Forwarded-For": "spoofed, 198.51.100.7"}).status_code == 404
+    assert post(client, 0, auth, ip=proxy, headers={"X-Forwarded-For": "198.51.100.7"}).status_code == 429
+    # Only the entry the trusted proxy added counts; what the client wrote before it does not.
+    assert post(client, 0, auth, ip=proxy, headers={"X-Forwarded-For": "198.51.100.7, 198.51.100.8"}).status_code == 404
+
+
+# --- one counter across processes (Redis) ---------------------------------------------------------
+
+def ensure_redis_server():
+    """redis-server from Debian's packages, installed with apt-get when missing (as MariaDB is)."""
+    found = shutil.which("redis-server") or (os.path.exists("/usr/bin/redis-server") and "/usr/bin/redis-server")
+    if found:
+        return found
+    if os.geteuid() != 0:
+        pytest.fail("redis-server is not installed and installing it needs root: apt-get install redis-server")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "redis-server"], check=True, env=env,
+                   capture_output=True)
+    return shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(
+        [ensure_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    import redis
+
+    while True:
+        try:
+            redis.Redis(port=port).ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                pytest.fail("redis-server did not start")
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_two_processes_share_one_redis_counter(database_url, redis_url, tmp_path):
+    servers = [start_gunicorn(database_url, tmp_path / f"gunicorn{n}.log", workers=1, RATELIMIT_STORAGE_URI=redis_url)
+               for n in range(2)]
+    try:
+        session = requests.Session()
+        statuses = []
+        for n in range(120):
+            path, body = ENDPOINTS[n % 3]
+            statuses.append(session.post(servers[n % 2].url(path), json=body, headers={"X-API-Key": SECRET}).status_code)
+        assert set(statuses) == {404}
+        for server in servers:
+            response = session.post(server.url(ENDPOINTS[0][0]), json=ENDPOINTS[0][1], headers={"X-API-Key": SECRET})
+            assert response.status_code == 429 and response.json()["error"] == "rate_limited"
+            assert int(response.headers["Retry-After"]) > 0
+    finally:
+        for server in servers:
+            server.stop()
