@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
 
 SWEEP_SECONDS = 60
+# The first sweep comes soon after start, so rows held across a restart are not left waiting.
+FIRST_SWEEP_SECONDS = 5
 # A run counts for the whole tick: another process whose tick comes within this share of the
 # interval after it skips, so workers and hosts started at different moments never double up.
 TICK_SHARE = 0.9
@@ -75,6 +77,7 @@ def init_app(app):
     )
     scheduler.add_job(
         sweep_tick, "interval", seconds=SWEEP_SECONDS, args=[app], id="sweep", replace_existing=True,
+        next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_SECONDS),
     )
     if not scheduler.running:
         scheduler.start()

@@ -9,7 +9,8 @@ the socket peer, or the X-Forwarded-For entry added by the nearest of TRUSTED_PR
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 
-limiter = Limiter(key_func=get_remote_address, headers_enabled=True)
+# If Redis is unreachable, count in memory rather than fail the CRM's requests.
+limiter = Limiter(key_func=get_remote_address, headers_enabled=True, in_memory_fallback_enabled=True)
 
 # One counter shared by send-callback-request, pending-callbacks and pending-dispositions.
 crm_actions = limiter.shared_limit("120 per 60 seconds", scope="crm_actions")

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import requests
 
 from conftest import ROOT, SECRET
 from dialerapi import actions, dialstate, jobs
@@ -358,3 +359,22 @@ def test_the_sweep_tick_records_its_run(app, held_callback, sql, frozen_clock):
     run = sql.one("SELECT * FROM dialerapi_job_runs WHERE name = 'sweep'")
     assert run["last_started_at"] == NOW + timedelta(minutes=1) and "applied" in run["last_result"]
     assert jobs.sweep_tick(app) is None
+
+
+def test_the_scheduler_runs_the_jobs_under_gunicorn(database_url, held_callback, sql, tmp_path):
+    from conftest import start_gunicorn
+    import time
+
+    engine_settles_without_telling_us(sql)
+    sql("UPDATE sales_pending_actions SET created_at = UTC_TIMESTAMP() - INTERVAL 2 MINUTE")
+    server = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=2, JOBS_ENABLED="true")
+    try:
+        deadline = time.monotonic() + 20
+        while sql.one("SELECT status FROM sales_pending_actions")["status"] != "applied":
+            assert time.monotonic() < deadline, "the sweep did not run under gunicorn:\n" + server.log.read_text()
+            time.sleep(0.2)
+        assert sql.lead("OLI-1")["dial_status"] == "Callback"
+        assert requests.get(server.url("/healthz"), timeout=2).json() == {"ok": True, "ami": False, "db": True}
+        assert len(sql("SELECT * FROM dialerapi_job_runs WHERE name = 'sweep'")) == 1
+    finally:
+        server.stop()

@@ -1,0 +1,98 @@
+"""db.Database.run: one transaction per call, retried on deadlock (1213), lock-wait timeout (1205)
+and Conflict, a bounded number of times (issue: concurrent pushes never fail on deadlocks)."""
+
+import pymysql
+import pytest
+
+from dialerapi.db import MAX_ATTEMPTS, Conflict, Database
+
+
+@pytest.fixture
+def db(database_url):
+    database = Database(database_url, pool_size=2)
+    yield database
+    database.close()
+
+
+def insert_priority(conn, priority_id):
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO sales_priorities (id, name) VALUES (%s, 'test')", (priority_id,))
+
+
+@pytest.mark.parametrize("failure", [
+    pymysql.err.OperationalError(1213, "Deadlock found when trying to get lock; try restarting transaction"),
+    pymysql.err.OperationalError(1205, "Lock wait timeout exceeded; try restarting transaction"),
+    Conflict("a concurrent push inserted it first"),
+])
+def test_retried_failures_roll_back_and_run_again(db, sql, failure):
+    attempts = []
+
+    def work(conn):
+        attempts.append(1)
+        insert_priority(conn, 40 + len(attempts))
+        if len(attempts) < 3:
+            raise failure
+        return "done"
+
+    assert db.run(work) == "done"
+    assert len(attempts) == 3
+    assert [r["id"] for r in sql("SELECT id FROM sales_priorities WHERE id > 40")] == [43]
+
+
+def test_gives_up_after_the_last_attempt(db, sql):
+    attempts = []
+
+    def work(conn):
+        attempts.append(1)
+        insert_priority(conn, 50 + len(attempts))
+        raise pymysql.err.OperationalError(1213, "Deadlock")
+
+    with pytest.raises(pymysql.err.OperationalError):
+        db.run(work)
+    assert len(attempts) == MAX_ATTEMPTS
+    assert sql("SELECT id FROM sales_priorities WHERE id > 50") == []
+
+
+def test_other_errors_are_not_retried(db, sql):
+    attempts = []
+
+    def work(conn):
+        attempts.append(1)
+        insert_priority(conn, 60)
+        insert_priority(conn, 60)
+
+    with pytest.raises(pymysql.err.IntegrityError):
+        db.run(work)
+    assert len(attempts) == 1 and sql("SELECT id FROM sales_priorities WHERE id = 60") == []
+
+
+def test_a_real_deadlock_between_two_transactions_is_retried(db, database_url, sql):
+    import threading
+
+    sql("INSERT INTO sales_priorities (id, name) VALUES (71, 'a'), (72, 'b')")
+    barrier = threading.Barrier(2)
+    attempts = {"first": 0, "second": 0}
+
+    def lock_both(name, first_id, second_id):
+        def work(conn):
+            attempts[name] += 1
+            with conn.cursor() as cur:
+                cur.execute("UPDATE sales_priorities SET name = %s WHERE id = %s", (name, first_id))
+                if attempts[name] == 1:
+                    barrier.wait(timeout=10)
+                cur.execute("UPDATE sales_priorities SET name = %s WHERE id = %s", (name, second_id))
+        return work
+
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(db.run(lock_both("first", 71, 72)))),
+        threading.Thread(target=lambda: results.append(db.run(lock_both("second", 72, 71)))),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(results) == 2, "both transactions finished"
+    assert attempts["first"] + attempts["second"] == 3, "exactly one was chosen as the deadlock victim and retried"
+    names = {r["name"] for r in sql("SELECT name FROM sales_priorities WHERE id IN (71, 72)")}
+    assert len(names) == 1, "each transaction wrote both rows or nothing"
