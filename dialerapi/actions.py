@@ -60,7 +60,9 @@ def submit_action(conn, action, now):
     stored["id"] = queries.last_insert_id(conn)
     if not live:
         dialstate.apply_action(conn, row, stored, now, dialstate.load_config(conn))
-    queries.clear_missed_activities(conn, oli_id=action["oli_id"], cleared_at=now, cleared_by=CLEARED_BY[action["action"]])
+    queries.clear_missed_activities(
+        conn, oli_id=action["oli_id"], cleared_at=now, cleared_by=CLEARED_BY[action["action"]]
+    )
     return stored
 
 

@@ -98,8 +98,9 @@ def settle(oli_id, outcome, agent_id, call_type, hangup_by, hangup_cause, starte
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
     except dialstate.NotLive:
         raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): nothing to settle") from None
-    lead = {key: result["lead"][key] for key in ("oli_id", "data_id", "dial_status", "priority_id", "callback_scheduled_at",
-                                                  "next_retry_at", "call_count", "disposeRemark")}
+    shown = ("oli_id", "data_id", "dial_status", "priority_id", "callback_scheduled_at", "next_retry_at", "call_count",
+             "disposeRemark")
+    lead = {key: result["lead"][key] for key in shown}
     pending = result["pending"] and {key: result["pending"][key] for key in ("id", "action", "scheduled_at", "reason")}
     _echo_json({"lead": lead, "applied": pending})
 

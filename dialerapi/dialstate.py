@@ -209,7 +209,9 @@ def hangup_changes(row, outcome, now, config, *, call_type="outbound", hangup_by
     )
     if status == NOT_CONNECTED:
         if changes["call_count"] >= config.max_tries:
-            changes.update(dial_status=DISPOSED, priority_id=config.disposed_priority_id, disposeRemark=MAX_TRIES_REMARK)
+            changes.update(
+                dial_status=DISPOSED, priority_id=config.disposed_priority_id, disposeRemark=MAX_TRIES_REMARK
+            )
         else:
             changes["next_retry_at"] = retry_after_no_answer(now, config)
     elif status == ABANDONED:

@@ -43,23 +43,20 @@ def db_timezone():
     return current_app.config["DB_TIMEZONE"]
 
 
-def load(schema, body, **context):
-    """Validate `body` with `schema` inside a RequestContext holding the time zone, now, and `context`."""
+def load(loader, body, **context):
+    """Validate `body` with `loader` (a schema's load) inside a RequestContext of the time zone, now and `context`."""
     tz = db_timezone()
     with schemas.RequestContext({"tz": tz, "now": clock.now(tz), **context}):
-        return schema.load(body)
+        return loader(body)
 
 
 @leads_bp.post("/api/leads")
 @leads_bp.post("/api/master")
 def push_leads():
     """Upsert one lead or a batch of 1-500 (lead-intake-api.md, POST /api/leads; D4). 201 always."""
-    body = json_body()
     db = get_db()
-    tz = db_timezone()
-    with schemas.RequestContext({"tz": tz, "priorities": db.run(catalog.push_priorities)}):
-        batch = schemas.load_push(body)
-    return {"ok": True, "leads": db.run(leads.push_leads, batch, clock.now(tz))}, 201
+    batch = load(schemas.load_push, json_body(), priorities=db.run(catalog.push_priorities))
+    return {"ok": True, "leads": db.run(leads.push_leads, batch, clock.now(db_timezone()))}, 201
 
 
 @callbacks_bp.post("/api/send-callback-request")
@@ -69,8 +66,10 @@ def send_callback_request():
 
     200 {ok, lead}; 404 unknown_oli_id; 409 lead_in_flight while the lead is live.
     """
-    callback = load(schemas.SendCallbackSchema(), json_body())
-    lead = get_db().run(actions.request_callback, callback["oli_id"], callback["scheduled_at"], clock.now(db_timezone()))
+    callback = load(schemas.SendCallbackSchema().load, json_body())
+    lead = get_db().run(
+        actions.request_callback, callback["oli_id"], callback["scheduled_at"], clock.now(db_timezone())
+    )
     return {"ok": True, "lead": lead}
 
 
@@ -82,7 +81,8 @@ def pending_callback():
     200 {ok, pending: {id, oli_id, scheduled_at, status: applied}} when applied now, 202 with
     status pending when held until settle; 404 unknown_oli_id.
     """
-    stored = get_db().run(actions.submit_action, load(schemas.PendingCallbackSchema(), json_body()), clock.now(db_timezone()))
+    action = load(schemas.PendingCallbackSchema().load, json_body())
+    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()))
     pending = {key: stored[key] for key in ("id", "oli_id", "scheduled_at", "status")}
     pending["scheduled_at"] = clock.format_wall_clock(pending["scheduled_at"])
     return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
@@ -96,7 +96,8 @@ def pending_disposition():
     200 {ok, pending: {id, oli_id, action: dispose, reason, status: applied}} when applied now,
     202 with status pending when held; 404 unknown_oli_id.
     """
-    stored = get_db().run(actions.submit_action, load(schemas.PendingDispositionSchema(), json_body()), clock.now(db_timezone()))
+    action = load(schemas.PendingDispositionSchema().load, json_body())
+    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()))
     pending = {key: stored[key] for key in ("id", "oli_id", "action", "reason", "status")}
     return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
 

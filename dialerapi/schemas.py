@@ -105,7 +105,9 @@ class LeadSchema(ApiSchema):
         if priority["is_disposed"]:
             raise ValidationError("Final Disposal is set only by the dialer and cannot be pushed", "priority_id")
         if data.get("callback_scheduled_at") is not None and not priority["is_callback"]:
-            raise ValidationError("callback_scheduled_at is only allowed for callback priorities", "callback_scheduled_at")
+            raise ValidationError(
+                "callback_scheduled_at is only allowed for callback priorities", "callback_scheduled_at"
+            )
 
     @post_load(pass_original=True)
     def keep_sent_callback_time(self, data, original, **kwargs):
