@@ -9,7 +9,7 @@ transaction per oli_id.
 
 from datetime import timedelta
 
-from . import dialstate
+from . import agents, dialstate
 from .clock import format_wall_clock
 from .db import queries
 
@@ -44,7 +44,7 @@ def submit_action(conn, action, now):
     In one transaction (D5): lock the lead; supersede its older pending rows (latest wins); store
     the row, `applied` with the change made now when the lead is not live, `pending` (held until
     settle or the sweep) when it is; clear every open missed activity of the oli_id (cleared_by
-    callback or disposition). `action` carries oli_id, action, scheduled_at or reason, and the
+    callback or disposition), unblock those agents and queue their events. `action` carries oli_id, action, scheduled_at or reason, and the
     optional audit fields. Returns the stored row as a dict with its `id` and `status`. Raises
     dialstate.UnknownLead.
     """
@@ -60,9 +60,7 @@ def submit_action(conn, action, now):
     stored["id"] = queries.last_insert_id(conn)
     if not live:
         dialstate.apply_action(conn, row, stored, now, dialstate.load_config(conn))
-    queries.clear_missed_activities(
-        conn, oli_id=action["oli_id"], cleared_at=now, cleared_by=CLEARED_BY[action["action"]]
-    )
+    agents.clear_for_lead(conn, action["oli_id"], CLEARED_BY[action["action"]], now)
     return stored
 
 

@@ -4,9 +4,12 @@
     dialerapi db pending     list migrations not yet applied
     dialerapi settle OLI_ID OUTCOME   settle the hangup of a live call (for the dialing engine)
     dialerapi sweep          apply held CRM actions whose lead is no longer live
+    dialerapi call-connected OLI_ID --agent-id N   open the agent's missed activity (for the engine)
+    dialerapi agents add|update|list|remove|import   the agent roster
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)
 """
 
+import csv
 import json
 from datetime import datetime
 
@@ -14,10 +17,10 @@ import click
 from flask import current_app
 from flask.cli import FlaskGroup
 
-from . import actions, clock, create_app, dialstate, migrate
+from . import actions, agents, clock, create_app, dialstate, migrate
 from .clock import format_wall_clock
 from .config import ConfigError
-from .db import get_db
+from .db import get_db, queries
 
 
 def _create_cli_app():
@@ -113,3 +116,129 @@ def sweep():
     counts as JSON.
     """
     _echo_json(actions.sweep(get_db(), clock.now(current_app.config["DB_TIMEZONE"])))
+
+
+@main.command("call-connected")
+@click.argument("oli_id")
+@click.option("--agent-id", type=int, required=True, help="Employee id of the agent the call was bridged to.")
+@click.option("--call-type", type=click.Choice(["outbound", "redial"]), default="outbound", show_default=True)
+def call_connected(oli_id, agent_id, call_type):
+    """A bridged outgoing or redial call to OLI_ID connected: open the agent's missed activity.
+
+    The activity stays open (ended_at and due_at empty) until `dialerapi settle` ends the call;
+    if no CRM callback or disposition arrives within MISSED_ACTIVITY_GRACE_MINUTES after that,
+    the agent's outbound is paused. Prints the activity id.
+    """
+    now = clock.now(current_app.config["DB_TIMEZONE"])
+    try:
+        activity_id = get_db().run(agents.open_missed_activity, oli_id, agent_id, now, call_type)
+    except dialstate.UnknownLead:
+        raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
+    except agents.UnknownAgent:
+        raise click.ClickException(f"no agent has id {agent_id}: add them with `dialerapi agents add`") from None
+    _echo_json({"missed_activity_id": activity_id})
+
+
+@main.group("agents")
+def agents_group():
+    """The agent roster: employee id, extension, name, skills (form_types) and allowed priorities."""
+
+
+def _int_list(values):
+    return [int(v) for v in values]
+
+
+def _save(agent_id, extension, name, skills, priorities):
+    try:
+        get_db().run(agents.save_agent, agent_id, extension, name, skills, priorities)
+    except agents.RosterError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@agents_group.command("add")
+@click.argument("agent_id", type=int)
+@click.argument("extension")
+@click.argument("name")
+@click.option("--skill", "skills", multiple=True, help="A form_type the agent may dial; repeat for several.")
+@click.option("--priority", "priorities", multiple=True, type=int,
+              help="An allowed priority_id; repeat for several. None given: every priority.")
+def agents_add(agent_id, extension, name, skills, priorities):
+    """Add agent AGENT_ID (the employee id) with EXTENSION (3-16 digits) and NAME."""
+    if get_db().run(queries.get_agent, agent_id=agent_id) is not None:
+        raise click.ClickException(f"agent {agent_id} exists: use `dialerapi agents update`")
+    _save(agent_id, extension, name, list(skills), _int_list(priorities))
+    click.echo(f"added agent {agent_id}")
+
+
+@agents_group.command("update")
+@click.argument("agent_id", type=int)
+@click.option("--extension", help="New extension (3-16 digits).")
+@click.option("--name", help="New name.")
+@click.option("--skill", "skills", multiple=True, help="Replace the skills with these form_types.")
+@click.option("--no-skills", is_flag=True, help="Remove every skill.")
+@click.option("--priority", "priorities", multiple=True, type=int, help="Replace the allowed priorities.")
+@click.option("--all-priorities", is_flag=True, help="Allow every priority (removes the list).")
+def agents_update(agent_id, extension, name, skills, no_skills, priorities, all_priorities):
+    """Change what is given of agent AGENT_ID; skills and priorities are replaced only when given."""
+    try:
+        agent = get_db().run(agents.find_agent, agent_id=agent_id)
+    except agents.UnknownAgent:
+        raise click.ClickException(f"no agent has id {agent_id}") from None
+    new_skills = [] if no_skills else (list(skills) or None)
+    new_priorities = [] if all_priorities else (_int_list(priorities) or None)
+    _save(agent_id, extension or agent["extension"], name or agent["name"], new_skills, new_priorities)
+    click.echo(f"updated agent {agent_id}")
+
+
+@agents_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def agents_list(as_json):
+    """List the roster: id, extension, name, blocked, pause code, skills and priorities."""
+    roster = get_db().run(agents.list_agents)
+    if as_json:
+        _echo_json(roster)
+        return
+    click.echo(f"{'id':>8}  {'extension':<10} {'name':<24} {'blocked':<7} {'pause':<14} skills / priorities")
+    for a in roster:
+        priorities = ",".join(map(str, a["priorities"])) or "all"
+        click.echo(f"{a['id']:>8}  {a['extension']:<10} {a['name']:<24} {'yes' if a['outbound_blocked'] else 'no':<7} "
+                   f"{a['pause_code'] or '-':<14} {','.join(a['skills']) or '-'} / {priorities}")
+
+
+@agents_group.command("remove")
+@click.argument("agent_id", type=int)
+def agents_remove(agent_id):
+    """Remove agent AGENT_ID with their skills and priorities (missed-activity history is kept)."""
+    try:
+        get_db().run(agents.remove_agent, agent_id)
+    except agents.UnknownAgent:
+        raise click.ClickException(f"no agent has id {agent_id}") from None
+    click.echo(f"removed agent {agent_id}")
+
+
+@agents_group.command("import")
+@click.argument("csv_file", type=click.File(encoding="utf-8-sig"))
+def agents_import(csv_file):
+    """Add or update a floor of agents from CSV_FILE, all or nothing.
+
+    Columns: id, extension, name, skills, priorities; skills and priorities are separated by
+    `;` (e.g. `home_loan;credit_card`), an empty priorities cell allows every priority.
+    """
+    rows = list(csv.DictReader(csv_file))
+    missing = {"id", "extension", "name"} - set(rows[0] if rows else {})
+    if missing:
+        raise click.ClickException(f"{csv_file.name}: missing column(s) {', '.join(sorted(missing))}")
+
+    def split(cell):
+        return [part.strip() for part in (cell or "").split(";") if part.strip()]
+
+    def import_all(conn):
+        for line, row in enumerate(rows, start=2):
+            try:
+                agents.save_agent(conn, int(row["id"]), row["extension"].strip(), row["name"].strip(),
+                                  split(row.get("skills")), _int_list(split(row.get("priorities"))))
+            except (agents.RosterError, ValueError) as exc:
+                raise click.ClickException(f"{csv_file.name}, line {line}: {exc}") from None
+
+    get_db().run(import_all)
+    click.echo(f"imported {len(rows)} agent(s)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
 from .db import queries
+from .events import notify
 
 PENDING = "Pending"
 CALLBACK = "Callback"
@@ -286,9 +287,9 @@ def settle(conn, oli_id, outcome, now, *, grace_minutes, release_retry_ms, agent
 
     Locks the master row; records the call attempt in sales_call_attempts; applies the hangup
     transition (`hangup_changes`); clears the reservation; ends the agent's open missed activity
-    for the lead (ended_at = now, due_at = now + `grace_minutes`); then applies the latest pending
-    CRM action of the oli_id, which wins over the hangup state. `now` and `started_at` are
-    wall-clock DB_TIMEZONE datetimes.
+    for the lead (ended_at = now, due_at = now + `grace_minutes`) and queues the agents' events;
+    then applies the latest pending CRM action of the oli_id, which wins over the hangup state.
+    `now` and `started_at` are wall-clock DB_TIMEZONE datetimes.
 
     Returns {"lead": the row as it now stands, "pending": the action applied or None}. Raises
     UnknownLead, NotLive when the lead is not Calling + reserved, KeyError for an unknown outcome.
@@ -312,5 +313,6 @@ def settle(conn, oli_id, outcome, now, *, grace_minutes, release_retry_ms, agent
     queries.end_missed_activities(
         conn, lead_id=row["id"], agent_id=agent_id, ended_at=now, due_at=now + timedelta(minutes=grace_minutes)
     )
+    notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=oli_id)], now)
     row, applied = apply_latest_pending(conn, row, now, config)
     return {"lead": row, "pending": applied}

@@ -10,6 +10,7 @@ from flask import jsonify
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
+from .agents import UnknownAgent, UnknownExtension
 from .dialstate import LeadInFlight, UnknownLead
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,14 @@ def register(app):
     @app.errorhandler(UnknownLead)
     def unknown_lead(err):
         return error_response(404, "unknown_oli_id")
+
+    @app.errorhandler(UnknownAgent)
+    def unknown_agent(err):
+        return error_response(404, "unknown_agent")
+
+    @app.errorhandler(UnknownExtension)
+    def unknown_extension(err):
+        return error_response(404, "unknown_extension")
 
     @app.errorhandler(LeadInFlight)
     def in_flight(err):

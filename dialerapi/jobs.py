@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from . import actions, clock, health
+from . import actions, agents, clock, health
 from .db import get_db, queries
 
 log = logging.getLogger(__name__)
@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
 
 SWEEP_SECONDS = 60
+BLOCKING_SECONDS = 10
 # The first sweep comes soon after start, so rows held across a restart are not left waiting.
 FIRST_SWEEP_SECONDS = 5
 # A run counts for the whole tick: another process whose tick comes within this share of the
@@ -67,6 +68,14 @@ def sweep_tick(app):
         return result
 
 
+def blocking_tick(app):
+    """Keep sales_agents.outbound_blocked equal to "has an uncleared overdue activity" (D7), at least every 15 s."""
+    with app.app_context():
+        db = get_db()
+        now = clock.now(app.config["DB_TIMEZONE"])
+        return run_once_per_tick(db, "blocking", BLOCKING_SECONDS, now, lambda: db.run(agents.refresh_blocking, now))
+
+
 def init_app(app):
     """Add this app's jobs and start the scheduler, unless JOBS_ENABLED is false (CLI, tests)."""
     if not app.config["JOBS_ENABLED"]:
@@ -78,6 +87,9 @@ def init_app(app):
     scheduler.add_job(
         sweep_tick, "interval", seconds=SWEEP_SECONDS, args=[app], id="sweep", replace_existing=True,
         next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_SECONDS),
+    )
+    scheduler.add_job(
+        blocking_tick, "interval", seconds=BLOCKING_SECONDS, args=[app], id="blocking", replace_existing=True,
     )
     if not scheduler.running:
         scheduler.start()

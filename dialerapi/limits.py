@@ -14,3 +14,5 @@ limiter = Limiter(key_func=get_remote_address, headers_enabled=True, in_memory_f
 
 # One counter shared by send-callback-request, pending-callbacks and pending-dispositions.
 crm_actions = limiter.shared_limit("120 per 60 seconds", scope="crm_actions")
+
+missed_activities = limiter.limit("240 per 60 seconds")

@@ -9,18 +9,18 @@ import json
 from flask import Blueprint, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import actions, catalog, clock, leads, schemas
+from . import actions, agents, catalog, clock, leads, limits, schemas
 from .auth import public
 from .db import get_db
 from .errors import ApiError
-from .limits import crm_actions
 
 leads_bp = Blueprint("leads", __name__)
 callbacks_bp = Blueprint("callbacks", __name__)
+agents_bp = Blueprint("agents", __name__)
 catalog_bp = Blueprint("catalog", __name__)
 health_bp = Blueprint("health", __name__)
 
-blueprints = (leads_bp, callbacks_bp, catalog_bp, health_bp)
+blueprints = (leads_bp, callbacks_bp, agents_bp, catalog_bp, health_bp)
 
 
 def json_body():
@@ -60,7 +60,7 @@ def push_leads():
 
 
 @callbacks_bp.post("/api/send-callback-request")
-@crm_actions
+@limits.crm_actions
 def send_callback_request():
     """Set a callback time on an existing lead now (lead-intake-api.md, POST /api/send-callback-request).
 
@@ -74,7 +74,7 @@ def send_callback_request():
 
 
 @callbacks_bp.post("/api/pending-callbacks")
-@crm_actions
+@limits.crm_actions
 def pending_callback():
     """CRM callback, held while the lead is live (lead-intake-api.md, POST /api/pending-callbacks; D5).
 
@@ -89,7 +89,7 @@ def pending_callback():
 
 
 @callbacks_bp.post("/api/pending-dispositions")
-@crm_actions
+@limits.crm_actions
 def pending_disposition():
     """CRM final disposition, held while the lead is live (lead-intake-api.md, POST /api/pending-dispositions; D5).
 
@@ -101,6 +101,18 @@ def pending_disposition():
     pending = {key: stored[key] for key in ("id", "oli_id", "action", "reason", "status")}
     return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
 
+
+@agents_bp.get("/api/missed-activities")
+@limits.missed_activities
+def missed_activities():
+    """One agent's open missed activities (lead-intake-api.md, GET /api/missed-activities; D7).
+
+    Query: exactly one of agentId and extension. 200 {ok, agent_id, blocked, grace_minutes, items};
+    404 unknown_agent / unknown_extension; 400 for neither, both, or a malformed extension.
+    """
+    lookup = load(schemas.MissedActivitiesQuery().load, request.args.to_dict())
+    grace_minutes = current_app.config["MISSED_ACTIVITY_GRACE_MINUTES"]
+    return get_db().run(agents.missed_activities, clock.now(db_timezone()), db_timezone(), grace_minutes, **lookup)
 
 @catalog_bp.get("/api/pause-reasons")
 @public

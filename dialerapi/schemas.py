@@ -12,9 +12,9 @@ through `RequestContext`:
 import re
 from datetime import timedelta
 
-from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
+from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.experimental.context import Context
-from marshmallow.validate import Length, OneOf
+from marshmallow.validate import Length, OneOf, Regexp
 
 from .clock import parse_wall_clock
 
@@ -202,3 +202,25 @@ class PendingDispositionSchema(AuditSchema):
     @post_load
     def to_action(self, data, **kwargs):
         return {"oli_id": data.pop("oliId"), "action": "dispose", **data}
+
+
+class MissedActivitiesQuery(Schema):
+    """GET /api/missed-activities query: exactly one of `agentId` (employee id) and `extension` (3-16 digits) (D7).
+
+    Other query parameters (cache busters) are ignored. Loads to {agent_id} or {extension}.
+    """
+
+    class Meta:
+        unknown = EXCLUDE
+
+    agentId = fields.Integer(error_messages={"invalid": "must be an integer"})
+    extension = Text(validate=Regexp(r"^[0-9]{3,16}$", error="must be 3-16 digits"))
+
+    @validates_schema(pass_original=True, skip_on_field_errors=False)
+    def exactly_one(self, data, original_data, **kwargs):
+        if ("agentId" in original_data) == ("extension" in original_data):
+            raise ValidationError("give exactly one of agentId and extension", "agentId")
+
+    @post_load
+    def to_lookup(self, data, **kwargs):
+        return {"agent_id": data["agentId"]} if "agentId" in data else {"extension": data["extension"]}

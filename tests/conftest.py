@@ -25,7 +25,7 @@ SECRET = "test-secret-1234567890-abcdef"
 DATA_TABLES = (
     "sales_master", "sales_pending_actions", "sales_call_attempts", "sales_agents", "sales_agent_skills",
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
-    "sales_pause_reasons", "dialerapi_job_runs",
+    "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox",
 )
 
 

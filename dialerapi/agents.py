@@ -1,0 +1,151 @@
+"""Agents: the roster, missed activities, outbound blocking and the event outbox.
+
+lead-intake-api.md "Missed activity", "Claim and retry rules" 6 and GET /api/missed-activities;
+decisions.md D1, D7 and D9. Functions take the connection first and run in the caller's
+transaction. Times are naive wall-clock DB_TIMEZONE datetimes, except in the HTTP item shape,
+which gives ISO 8601 UTC (D2).
+"""
+
+import re
+
+from . import dialstate
+from .events import notify
+from .clock import format_utc
+from .db import queries
+
+MAX_ITEMS = 100
+EXTENSION = re.compile(r"[0-9]{3,16}")
+
+
+class UnknownAgent(LookupError):
+    """No agent has this employee id (HTTP 404 `unknown_agent`)."""
+
+
+class UnknownExtension(LookupError):
+    """No agent has this extension (HTTP 404 `unknown_extension`)."""
+
+
+class RosterError(ValueError):
+    """A roster change that cannot be made (bad extension, taken extension, unknown priority)."""
+
+
+def find_agent(conn, agent_id=None, extension=None):
+    """The sales_agents row for an employee id or an extension. Raises UnknownAgent / UnknownExtension."""
+    if agent_id is not None:
+        agent = queries.get_agent(conn, agent_id=agent_id)
+        if agent is None:
+            raise UnknownAgent(agent_id)
+        return agent
+    agent = queries.get_agent_by_extension(conn, extension=extension)
+    if agent is None:
+        raise UnknownExtension(extension)
+    return agent
+
+
+def save_agent(conn, agent_id, extension, name, skills=None, priorities=None):
+    """Add or update an agent (sales_agents), replacing skills (form_types) and allowed priorities when given.
+
+    `priorities` empty means every priority is allowed (D1). Raises RosterError for an extension
+    that is not 3-16 digits or belongs to another agent.
+    """
+    if not EXTENSION.fullmatch(str(extension)):
+        raise RosterError(f"extension {extension!r} must be 3-16 digits")
+    other = queries.get_agent_by_extension(conn, extension=str(extension))
+    if other is not None and other["id"] != agent_id:
+        raise RosterError(f"extension {extension} already belongs to agent {other['id']}")
+    queries.upsert_agent(conn, agent_id=agent_id, extension=str(extension), name=name)
+    if skills is not None:
+        queries.delete_agent_skills(conn, agent_id=agent_id)
+        if skills:
+            queries.insert_agent_skills(conn, [{"agent_id": agent_id, "form_type": s} for s in sorted(set(skills))])
+    if priorities is not None:
+        queries.delete_agent_priorities(conn, agent_id=agent_id)
+        if priorities:
+            queries.insert_agent_priorities(
+                conn, [{"agent_id": agent_id, "priority_id": p} for p in sorted(set(priorities))]
+            )
+
+
+def remove_agent(conn, agent_id):
+    """Remove an agent with their skills and priorities; their missed-activity history stays. Raises UnknownAgent."""
+    find_agent(conn, agent_id=agent_id)
+    queries.delete_agent_skills(conn, agent_id=agent_id)
+    queries.delete_agent_priorities(conn, agent_id=agent_id)
+    queries.delete_agent(conn, agent_id=agent_id)
+
+
+def list_agents(conn):
+    """Every agent with `skills` and `priorities` as lists (priorities empty = all allowed)."""
+    return [
+        {**row, "skills": row["skills"].split(";") if row["skills"] else [],
+         "priorities": [int(p) for p in row["priorities"].split(";")] if row["priorities"] else []}
+        for row in queries.list_agents(conn)
+    ]
+
+
+def open_missed_activity(conn, oli_id, agent_id, now, call_type="outbound"):
+    """A bridged outgoing or redial call connected: open a missed activity for the agent and lead.
+
+    ended_at and due_at stay NULL while the call is live; settle sets them. Returns the new row's
+    id. Raises dialstate.UnknownLead, UnknownAgent.
+    """
+    lead = dialstate.lock_lead(conn, oli_id)
+    agent = find_agent(conn, agent_id=agent_id)
+    queries.insert_missed_activity(
+        conn, agent_id=agent_id, lead_id=lead["id"], oli_id=oli_id, call_type=call_type,
+        extension=agent["extension"], connected_at=now,
+    )
+    activity_id = queries.last_insert_id(conn)
+    notify(conn, [agent_id], now)
+    return activity_id
+
+
+def clear_for_lead(conn, oli_id, cleared_by, now):
+    """Clear every open missed activity of `oli_id` (any agent) and unblock those agents at once (D7).
+
+    Returns the agent ids whose list changed; their events are queued.
+    """
+    agent_ids = [row["agent_id"] for row in queries.agents_with_open_activities(conn, oli_id=oli_id)]
+    queries.clear_missed_activities(conn, oli_id=oli_id, cleared_at=now, cleared_by=cleared_by)
+    unblocked = refresh_blocking(conn, now)
+    notify(conn, set(agent_ids) - set(unblocked), now)
+    return agent_ids
+
+
+def refresh_blocking(conn, now):
+    """Make sales_agents.outbound_blocked equal "has an uncleared overdue activity" (D7).
+
+    Returns {agent_id: blocked} for the agents whose flag changed; their events are queued.
+    """
+    changed = {row["id"]: bool(row["blocked"]) for row in queries.agents_whose_block_changed(conn, now=now)}
+    for agent_id, blocked in changed.items():
+        queries.set_outbound_blocked(conn, agent_id=agent_id, blocked=blocked)
+    notify(conn, list(changed), now)
+    return changed
+
+
+def missed_activities(conn, now, tz, grace_minutes, *, agent_id=None, extension=None):
+    """The GET /api/missed-activities body for the agent with this employee id or extension (D7).
+
+    {ok, agent_id, blocked, grace_minutes, items}: every uncleared activity, oldest connected_at
+    first, at most 100; each item {id, oli_id, lead_id, call_type, extension, connected_at,
+    ended_at, due_at (ISO 8601 UTC, null while live), overdue}. `blocked` is true while any
+    uncleared activity is overdue. Raises UnknownAgent / UnknownExtension.
+    """
+    agent = find_agent(conn, agent_id=agent_id, extension=extension)
+    items = [
+        {
+            "id": row["id"], "oli_id": row["oli_id"], "lead_id": row["lead_id"], "call_type": row["call_type"],
+            "extension": row["extension"], "connected_at": format_utc(row["connected_at"], tz),
+            "ended_at": format_utc(row["ended_at"], tz), "due_at": format_utc(row["due_at"], tz),
+            "overdue": row["due_at"] is not None and now > row["due_at"],
+        }
+        for row in queries.open_missed_activities(conn, agent_id=agent["id"], max_items=MAX_ITEMS)
+    ]
+    return {
+        "ok": True,
+        "agent_id": agent["id"],
+        "blocked": bool(queries.agent_has_overdue(conn, agent_id=agent["id"], now=now)),
+        "grace_minutes": grace_minutes,
+        "items": items,
+    }
