@@ -11,7 +11,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import auth, config as settings, errors, jobs, routes
 from .db import Database
-from .health import HealthState
+from .health import HealthState, recent_logs
 from .limits import limiter
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -33,6 +33,13 @@ def create_app(config=None):
     app.extensions["dialerapi.db"] = Database(app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"])
     app.extensions["dialerapi.health"] = HealthState()
 
+    health_state = app.extensions["dialerapi.health"]
+
+    @app.after_request
+    def count_response(response):
+        health_state.count_response(response.status_code)
+        return response
+
     errors.register(app)
     app.before_request(auth.require_key)
     limiter.init_app(app)
@@ -43,6 +50,9 @@ def create_app(config=None):
 
 
 def _configure_logging(level):
-    if not logging.getLogger().handlers:
+    root = logging.getLogger()
+    if not root.handlers:
         logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if recent_logs not in root.handlers:
+        root.addHandler(recent_logs)
     logging.getLogger("dialerapi").setLevel(level)

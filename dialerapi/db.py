@@ -32,11 +32,13 @@ class Conflict(Exception):
     """Raised inside a transaction to have `Database.run` roll back and run the work again."""
 
 
-def connect_params(url, connect_timeout=5):
+def connect_params(url, connect_timeout=5, io_timeout=60):
     """PyMySQL connect() arguments for DATABASE_URL: utf8mb4, dict rows, READ COMMITTED.
 
     READ COMMITTED because REPEATABLE READ takes gap locks on the oli_ids a batch looks up before
     inserting them, which deadlocks concurrent batches (shared/notes/mysql-performance.md).
+    `io_timeout` (seconds) bounds every read and write, the server's greeting included, so a hung
+    server cannot hold a request forever; the default sits above InnoDB's 50 s lock wait.
     """
     return {
         **database_params(url),
@@ -44,13 +46,15 @@ def connect_params(url, connect_timeout=5):
         "cursorclass": DictCursor,
         "autocommit": False,
         "connect_timeout": connect_timeout,
+        "read_timeout": io_timeout,
+        "write_timeout": io_timeout,
         "init_command": "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
     }
 
 
-def connect(url, connect_timeout=5):
-    """One unpooled connection (migrations, health probes, tests)."""
-    return pymysql.connect(**connect_params(url, connect_timeout))
+def connect(url, timeout=5, io_timeout=60):
+    """One unpooled connection (migrations, health probes, tests); `timeout` bounds connecting, in seconds."""
+    return pymysql.connect(**connect_params(url, timeout, io_timeout))
 
 
 class Database:

@@ -1,21 +1,44 @@
 """Health probes (decisions.md D8).
 
-/healthz answers from `HealthState`, which background jobs refresh, so it never waits on a dead
-database or AMI. The AMI check arrives with the detailed-health work; until then `ami` is False.
+/healthz answers from `HealthState`, which background jobs refresh (database every 5 s, AMI every
+10 s), so it never waits on a dead database or AMI. /health and /api/health add a live database
+check with a 2 s timeout, the cached AMI result, metrics and the last warning or error log lines.
 """
 
+import collections
 import logging
 import threading
 import time
+from importlib.metadata import PackageNotFoundError, version
 
 import pymysql
 
+from . import ami
+from .clock import format_utc
 from .db import connect, queries
 
 log = logging.getLogger(__name__)
 
 DB_CHECK_SECONDS = 5
 DB_CHECK_TIMEOUT = 2
+AMI_CHECK_SECONDS = 10
+LOG_LINES = 20
+
+
+class RecentLogs(logging.Handler):
+    """The last LOG_LINES warning or error lines of this process, for /health."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines = collections.deque(maxlen=LOG_LINES)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record):
+        # The first line only: a traceback stays in the real log, not in a health body.
+        self.lines.append(self.format(record).splitlines()[0])
+
+
+recent_logs = RecentLogs()
 
 
 class HealthState:
@@ -23,10 +46,24 @@ class HealthState:
 
     def __init__(self):
         self._lock = threading.Lock()
+        self.started = time.monotonic()
         self.db = False
         self.db_error = "not checked yet"
         self.db_latency_ms = None
         self.ami = False
+        self.ami_error = "not checked yet"
+        self.ami_latency_ms = None
+        self.requests = collections.Counter()
+
+    def count_response(self, status):
+        with self._lock:
+            self.requests[f"{status // 100}xx"] += 1
+
+    def record_ami(self, ok, latency_ms=None, error=None):
+        with self._lock:
+            if ok != self.ami:
+                (log.info if ok else log.warning)("AMI %s", "answering" if ok else f"not answering: {error}")
+            self.ami, self.ami_latency_ms, self.ami_error = ok, latency_ms, error
 
     def record_db(self, ok, latency_ms=None, error=None):
         with self._lock:
@@ -41,11 +78,11 @@ class HealthState:
 
 
 def check_database(app):
-    """Connect to DATABASE_URL with a 2 s timeout, run SELECT 1 and record the result on the app."""
+    """Connect to DATABASE_URL and run SELECT 1, each step bounded by 2 s; record the result on the app."""
     state = app.extensions["dialerapi.health"]
     started = time.monotonic()
     try:
-        conn = connect(app.config["DATABASE_URL"], connect_timeout=DB_CHECK_TIMEOUT)
+        conn = connect(app.config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
         try:
             queries.ping(conn)
         finally:
@@ -55,3 +92,80 @@ def check_database(app):
         return False
     state.record_db(True, latency_ms=round((time.monotonic() - started) * 1000, 2))
     return True
+
+
+def check_ami(app):
+    """Log in to AMI, ping and log off (timeout 1.5 s); record the result. False when AMI is not configured."""
+    state = app.extensions["dialerapi.health"]
+    config = app.config
+    if not config["AMI_HOST"]:
+        state.record_ami(False, error="not configured (AMI_HOST is empty)")
+        return False
+    try:
+        latency = ami.ping(config["AMI_HOST"], config["AMI_PORT"], config["AMI_USERNAME"], config["AMI_SECRET"])
+    except ami.AmiError as exc:
+        state.record_ami(False, error=str(exc))
+        return False
+    state.record_ami(True, latency_ms=latency)
+    return True
+
+
+def _metrics(conn, tz):
+    sweep = queries.job_run(conn, name="sweep")
+    return {
+        "pending_actions": {row["status"]: row["n"] for row in queries.pending_actions_by_status(conn)},
+        "open_missed_activities": queries.count_open_missed_activities(conn),
+        "blocked_agents": queries.count_blocked_agents(conn),
+        "last_sweep_at": format_utc(sweep["last_started_at"], tz) if sweep else None,
+        "last_sweep_result": sweep["last_result"] if sweep else None,
+    }
+
+
+def report(app):
+    """The /health body and status (D8): 200 when the database answers now and, when AMI is
+    configured, the last AMI check passed; otherwise 503.
+
+    Body: {ok, status (healthy|unhealthy), checks: {db: {ok, host, latency_ms, error}, ami: {ok,
+    configured, host, latency_ms, error}}, metrics: {uptime_seconds, requests (by status class),
+    pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
+    UTC), last_sweep_result}, logs (last 20 warning/error lines of this process), version}. Never
+    a password or the secret.
+    """
+    state = app.extensions["dialerapi.health"]
+    config = app.config
+    metrics = {}
+    started = time.monotonic()
+    try:
+        conn = connect(config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
+        try:
+            metrics = _metrics(conn, config["DB_TIMEZONE"])
+        finally:
+            conn.close()
+        state.record_db(True, latency_ms=round((time.monotonic() - started) * 1000, 2))
+    except (pymysql.MySQLError, OSError) as exc:
+        state.record_db(False, error=str(exc))
+    ami_configured = bool(config["AMI_HOST"])
+    healthy = state.db and (state.ami or not ami_configured)
+    with state._lock:
+        body = {
+            "ok": healthy,
+            "status": "healthy" if healthy else "unhealthy",
+            "checks": {
+                "db": {"ok": state.db, "host": app.extensions["dialerapi.db"].host,
+                       "latency_ms": state.db_latency_ms, "error": state.db_error},
+                "ami": {"ok": state.ami, "configured": ami_configured, "host": config["AMI_HOST"] or None,
+                        "latency_ms": state.ami_latency_ms, "error": state.ami_error},
+            },
+            "metrics": {"uptime_seconds": round(time.monotonic() - state.started), "requests": dict(state.requests),
+                        **metrics},
+            "logs": list(recent_logs.lines),
+            "version": _version(),
+        }
+    return body, 200 if healthy else 503
+
+
+def _version():
+    try:
+        return version("dialerapi")
+    except PackageNotFoundError:
+        return "unknown"

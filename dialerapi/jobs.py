@@ -85,6 +85,10 @@ def init_app(app):
         id="health.database", replace_existing=True, next_run_time=datetime.now(timezone.utc),
     )
     scheduler.add_job(
+        health.check_ami, "interval", seconds=health.AMI_CHECK_SECONDS, args=[app],
+        id="health.ami", replace_existing=True, next_run_time=datetime.now(timezone.utc),
+    )
+    scheduler.add_job(
         sweep_tick, "interval", seconds=SWEEP_SECONDS, args=[app], id="sweep", replace_existing=True,
         next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_SECONDS),
     )

@@ -9,7 +9,7 @@ import json
 from flask import Blueprint, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import actions, agents, catalog, clock, leads, limits, schemas
+from . import actions, agents, catalog, clock, health, leads, limits, schemas
 from .auth import public
 from .db import get_db
 from .errors import ApiError
@@ -126,3 +126,10 @@ def pause_reasons():
 def healthz():
     """Liveness from cached checks: exactly {"ok": true, "ami": BOOL, "db": BOOL} (D8). Public."""
     return current_app.extensions["dialerapi.health"].snapshot()
+
+
+@health_bp.get("/health")
+@health_bp.get("/api/health")
+def detailed_health():
+    """Detailed health for the sysadmin's cron (D8): 200 healthy, 503 unhealthy; same body either way."""
+    return health.report(current_app._get_current_object())

@@ -8,10 +8,13 @@
 #   scripts/devdb.sh url          print the DATABASE_URL of the private instance
 #   scripts/devdb.sh exec CMD...  run CMD with DATABASE_URL set: the one from the environment or
 #                                 .env when there is one, otherwise the private instance (started)
+#
+# DEVDB_DIR and DEVDB_PORT place another instance (the health tests stop one under the service).
+# A socket path must stay short (about 100 bytes), so keep DEVDB_DIR short.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DIR="$ROOT/var/mariadb"
+DIR="${DEVDB_DIR:-$ROOT/var/mariadb}"
 PORT="${DEVDB_PORT:-3307}"
 SOCK="$DIR/mysqld.sock"
 PIDFILE="$DIR/mysqld.pid"
