@@ -13,6 +13,7 @@ from . import auth, config as settings, errors, jobs, routes
 from .db import Database
 from .health import HealthState, recent_logs
 from .limits import limiter
+from .sockets import PING_SECONDS, EventHub, sock
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -32,6 +33,8 @@ def create_app(config=None):
 
     app.extensions["dialerapi.db"] = Database(app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"])
     app.extensions["dialerapi.health"] = HealthState()
+    app.extensions["dialerapi.events"] = EventHub(app)
+    app.config.setdefault("SOCK_SERVER_OPTIONS", {"ping_interval": PING_SECONDS})
 
     health_state = app.extensions["dialerapi.health"]
 
@@ -45,6 +48,7 @@ def create_app(config=None):
     limiter.init_app(app)
     for blueprint in routes.blueprints:
         app.register_blueprint(blueprint)
+    sock.init_app(app)
     jobs.init_app(app)
     return app
 

@@ -8,7 +8,7 @@ which gives ISO 8601 UTC (D2).
 
 import re
 
-from . import dialstate
+from . import catalog, dialstate
 from .events import notify
 from .clock import format_utc
 from .db import queries
@@ -23,6 +23,14 @@ class UnknownAgent(LookupError):
 
 class UnknownExtension(LookupError):
     """No agent has this extension (HTTP 404 `unknown_extension`)."""
+
+
+class InvalidPause(ValueError):
+    """An agent.pause the rules refuse; `reason` is `invalid_pause_reason` or `invalid_pause_note` (D9)."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
 
 
 class RosterError(ValueError):
@@ -149,3 +157,30 @@ def missed_activities(conn, now, tz, grace_minutes, *, agent_id=None, extension=
         "grace_minutes": grace_minutes,
         "items": items,
     }
+
+
+def pause(conn, agent_id, code, note=None):
+    """Pause an agent with a picker code (lead-intake-api.md "Pause reason"; D9).
+
+    A missing, unknown or system-only code raises InvalidPause("invalid_pause_reason"). A code that
+    needs a note (`other`) needs one of at most 12 words and 80 characters, stored as reason_note;
+    otherwise InvalidPause("invalid_pause_note"). Returns {agent_id, code, note}.
+    """
+    reason = queries.get_pause_reason(conn, code=code) if isinstance(code, str) and code else None
+    if reason is None or reason["kind"] != "picker":
+        raise InvalidPause("invalid_pause_reason")
+    note = note.strip() if isinstance(note, str) else note
+    if reason["needs_note"]:
+        if not isinstance(note, str) or not note or len(note) > catalog.NOTE_MAX_CHARS \
+                or len(note.split()) > catalog.NOTE_MAX_WORDS:
+            raise InvalidPause("invalid_pause_note")
+    else:
+        note = None
+    queries.set_pause(conn, agent_id=agent_id, pause_code=code, reason_note=note)
+    return {"agent_id": agent_id, "code": code, "note": note}
+
+
+def resume(conn, agent_id):
+    """Clear an agent's pause code and note. Returns {agent_id}."""
+    queries.set_pause(conn, agent_id=agent_id, pause_code=None, reason_note=None)
+    return {"agent_id": agent_id}

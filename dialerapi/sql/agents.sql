@@ -83,3 +83,6 @@ SELECT COALESCE(MAX(id), 0) FROM dialerapi_outbox;
 
 -- name: prune_outbox(before)!
 DELETE FROM dialerapi_outbox WHERE created_at < :before;
+
+-- name: get_pause_reason(code)^
+SELECT code, kind, needs_note FROM sales_pause_reasons WHERE code = :code;

@@ -1,0 +1,176 @@
+"""The agent socket channel, /ws (decisions.md D9), with flask-sock.
+
+An agent panel connects with the secret (one of the three headers, or `?key=` since browsers
+cannot set headers) and `?agentId=` or `?extension=`. Frames are JSON text
+`{"event": NAME, "data": {...}}`:
+
+- server to agent: `dialer.outbound_blocked` {agent_id, blocked} and `dialer.missed_activities`
+  {agent_id, blocked, grace_minutes, items} on connect and after every change; `agent.paused`,
+  `agent.resumed`; `server_error` {reason}.
+- agent to server: `agent.pause` {code, note?} and `agent.resume` {}.
+
+Changes reach the sockets through the outbox: every process runs one `EventHub` thread that
+tails dialerapi_outbox every 0.5 s and sends fresh snapshots to its own sockets of the agents
+named there, so a change made by any process, host or the dialing engine arrives within 2 s.
+"""
+
+import json
+import logging
+import threading
+import time
+
+from flask import current_app, request
+from flask_sock import Sock
+
+from . import agents, auth, clock
+from .auth import public
+from .db import queries
+
+log = logging.getLogger(__name__)
+
+sock = Sock()
+
+POLL_SECONDS = 0.5
+PING_SECONDS = 25
+POLICY_VIOLATION = 1008
+
+
+class AgentConnection:
+    """One open socket of an agent; sends are serialised because the hub thread sends too."""
+
+    def __init__(self, ws, agent_id):
+        self.ws = ws
+        self.agent_id = agent_id
+        self._lock = threading.Lock()
+
+    def send(self, event, data):
+        with self._lock:
+            self.ws.send(json.dumps({"event": event, "data": data}, ensure_ascii=False))
+
+
+class EventHub:
+    """This process's agent sockets and the thread that tails the outbox for them."""
+
+    def __init__(self, app):
+        self.app = app
+        self._lock = threading.Lock()
+        self._connections = {}
+        self._thread = None
+
+    def add(self, connection):
+        with self._lock:
+            self._connections.setdefault(connection.agent_id, set()).add(connection)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._tail, name="dialerapi-outbox", daemon=True)
+                self._thread.start()
+
+    def remove(self, connection):
+        with self._lock:
+            sockets = self._connections.get(connection.agent_id, set())
+            sockets.discard(connection)
+            if not sockets:
+                self._connections.pop(connection.agent_id, None)
+
+    def snapshot(self, agent_id):
+        """The two state events of an agent: (outbound_blocked data, missed_activities data)."""
+        config = self.app.config
+        tz = config["DB_TIMEZONE"]
+        report = self.app.extensions["dialerapi.db"].run(
+            agents.missed_activities, clock.now(tz), tz, config["MISSED_ACTIVITY_GRACE_MINUTES"], agent_id=agent_id
+        )
+        report.pop("ok")
+        return {"agent_id": agent_id, "blocked": report["blocked"]}, report
+
+    def send_state(self, connections):
+        """Send both state events to `connections` of one agent; a closed socket is dropped."""
+        connections = list(connections)
+        if not connections:
+            return
+        blocked, missed = self.snapshot(connections[0].agent_id)
+        for connection in connections:
+            try:
+                connection.send("dialer.outbound_blocked", blocked)
+                connection.send("dialer.missed_activities", missed)
+            except Exception:  # the socket closed under us; its handler removes it
+                log.debug("dropping an event for a closed socket", exc_info=True)
+
+    def _tail(self):
+        db = self.app.extensions["dialerapi.db"]
+        last_id = None
+        while True:
+            try:
+                if last_id is None:
+                    last_id = db.run(queries.outbox_last_id)
+                rows = db.run(lambda conn, after=last_id: list(queries.outbox_after(conn, last_id=after, max_rows=1000)))
+                if rows:
+                    last_id = rows[-1]["id"]
+                for agent_id in sorted({row["agent_id"] for row in rows}):
+                    with self._lock:
+                        connections = set(self._connections.get(agent_id, ()))
+                    self.send_state(connections)
+            except Exception:
+                log.warning("outbox tailing failed; retrying", exc_info=True)
+                time.sleep(2)
+            time.sleep(POLL_SECONDS)
+
+
+def _reject(ws, reason):
+    ws.send(json.dumps({"event": "server_error", "data": {"reason": reason}}))
+    ws.close(reason=POLICY_VIOLATION, message=reason)
+
+
+def _lookup():
+    agent_id, extension = request.args.get("agentId"), request.args.get("extension")
+    if agent_id is not None and agent_id.isdigit():
+        return {"agent_id": int(agent_id)}
+    if extension is not None and agents.EXTENSION.fullmatch(extension):
+        return {"extension": extension}
+    return None
+
+
+@sock.route("/ws")
+@public
+def agent_socket(ws):
+    """One agent panel's connection (D9); see the module docstring for the protocol."""
+    app = current_app._get_current_object()
+    keys = auth.presented_keys(request.headers) + [k for k in request.args.getlist("key") if k]
+    if not auth.key_matches(keys, app.config["WS_SECRET"]):
+        return _reject(ws, "unauthorized")
+    lookup = _lookup()
+    db = app.extensions["dialerapi.db"]
+    try:
+        agent = db.run(agents.find_agent, **lookup) if lookup else None
+    except (agents.UnknownAgent, agents.UnknownExtension):
+        agent = None
+    if agent is None:
+        return _reject(ws, "unknown_agent")
+
+    hub = app.extensions["dialerapi.events"]
+    connection = AgentConnection(ws, agent["id"])
+    hub.add(connection)
+    try:
+        hub.send_state([connection])
+        while True:
+            event, reply = _handle(db, agent["id"], ws.receive())
+            connection.send(event, reply)
+    finally:
+        hub.remove(connection)
+
+
+def _handle(db, agent_id, frame):
+    """Answer one frame from the agent: (event, data)."""
+    try:
+        message = json.loads(frame)
+        event, data = message["event"], message.get("data") or {}
+        if not isinstance(data, dict):
+            raise TypeError("data must be an object")
+    except (ValueError, TypeError, KeyError):
+        return "server_error", {"reason": "invalid_message"}
+    if event == "agent.pause":
+        try:
+            return "agent.paused", db.run(agents.pause, agent_id, data.get("code"), data.get("note"))
+        except agents.InvalidPause as exc:
+            return "server_error", {"reason": exc.reason}
+    if event == "agent.resume":
+        return "agent.resumed", db.run(agents.resume, agent_id)
+    return "server_error", {"reason": "unknown_event"}

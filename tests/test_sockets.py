@@ -1,0 +1,209 @@
+"""The /ws agent socket (decisions.md D9) through a real gunicorn (gthread) and a real websocket
+client: authentication, snapshots, events on changes made by other processes, pause rules."""
+
+import json
+import time
+
+import pytest
+import requests
+from simple_websocket import Client, ConnectionClosed
+
+from conftest import SECRET
+from dialerapi import agents, dialstate
+from dialerapi.db import get_db
+
+AUTH = {"X-API-Key": SECRET}
+
+
+@pytest.fixture
+def floor(sql):
+    sql("INSERT INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Kavya Iyer'), (502, '4502', 'Arun Raja')")
+
+
+@pytest.fixture
+def connect(live_server):
+    opened = []
+
+    def connect(query, headers=None):
+        url = live_server.base_url.replace("http://", "ws://") + "/ws?" + query
+        client = Client.connect(url, headers=headers if headers is not None else AUTH)
+        opened.append(client)
+        return client
+
+    yield connect
+    for client in opened:
+        try:
+            client.close()
+        except ConnectionClosed:
+            pass
+
+
+def frame(client, timeout=3):
+    raw = client.receive(timeout=timeout)
+    assert raw is not None, f"no frame within {timeout} s"
+    return json.loads(raw)
+
+
+def until(client, predicate, timeout=2.0):
+    """Read frames until one satisfies `predicate`; fail after `timeout` seconds (D9: within 2 s)."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        raw = client.receive(timeout=max(0.01, deadline - time.monotonic()))
+        if raw is None:
+            break
+        message = json.loads(raw)
+        seen.append(message)
+        if predicate(message):
+            return message
+    pytest.fail(f"no matching frame within {timeout} s; saw {seen}")
+
+
+def rejected(client):
+    message = frame(client)
+    assert message["event"] == "server_error"
+    with pytest.raises(ConnectionClosed) as closed:
+        client.receive(timeout=3)
+    return message["data"]["reason"], closed.value.reason
+
+
+@pytest.mark.parametrize("query, headers", [
+    ("agentId=501", {}),
+    ("agentId=501", {"X-API-Key": "wrong"}),
+    ("agentId=501&key=wrong", {}),
+])
+def test_a_wrong_or_missing_key_is_refused_with_1008(connect, floor, query, headers):
+    assert rejected(connect(query, headers)) == ("unauthorized", 1008)
+
+
+@pytest.mark.parametrize("query", ["agentId=999", "extension=4999", "", "agentId=abc", "extension=12"])
+def test_an_unknown_agent_is_refused_with_1008(connect, floor, query):
+    assert rejected(connect(query)) == ("unknown_agent", 1008)
+
+
+@pytest.mark.parametrize("query, headers", [
+    ("agentId=501", AUTH),
+    ("extension=4501", {"Authorization": f"Bearer {SECRET}"}),
+    (f"agentId=501&key={SECRET}", {}),
+])
+def test_a_snapshot_on_connect(connect, floor, new_lead, open_missed_activity, query, headers):
+    new_lead("OLI-1")
+    open_missed_activity("OLI-1", agent_id=501, ended_at="2020-01-01 10:00:00", due_at="2020-01-01 10:10:00")
+    client = connect(query, headers)
+    blocked = frame(client)
+    assert blocked == {"event": "dialer.outbound_blocked", "data": {"agent_id": 501, "blocked": True}}
+    missed = frame(client)
+    assert missed["event"] == "dialer.missed_activities"
+    data = missed["data"]
+    assert data["agent_id"] == 501 and data["blocked"] is True and data["grace_minutes"] == 10
+    assert [(i["oli_id"], i["overdue"], i["due_at"]) for i in data["items"]] == [("OLI-1", True, "2020-01-01T10:10:00Z")]
+
+
+def test_changes_by_other_processes_arrive_within_2_seconds(connect, floor, app, live_server, new_lead, make_live):
+    new_lead("OLI-1")
+    make_live("OLI-1")
+    client = connect("agentId=501")
+    assert frame(client)["data"]["blocked"] is False
+    assert frame(client)["data"]["items"] == []
+    # The dialing engine, in another process: the call connects, then ends.
+    with app.app_context():
+        get_db().run(agents.open_missed_activity, "OLI-1", 501, dialstate_now())
+    live = until(client, lambda m: m["event"] == "dialer.missed_activities" and m["data"]["items"])
+    assert live["data"]["items"][0]["ended_at"] is None
+    with app.app_context():
+        get_db().run(dialstate.settle, "OLI-1", "answered", dialstate_now(), grace_minutes=0, release_retry_ms=60000,
+                     agent_id=501)
+    ended = until(client, lambda m: m["event"] == "dialer.missed_activities" and m["data"]["items"][0]["ended_at"])
+    assert ended["data"]["items"][0]["due_at"] is not None
+    # Grace 0: the blocking job (any process) finds the activity overdue.
+    time.sleep(1.1)
+    with app.app_context():
+        assert get_db().run(agents.refresh_blocking, dialstate_now()) == {501: True}
+    assert until(client, lambda m: m["event"] == "dialer.outbound_blocked")["data"]["blocked"] is True
+    # The CRM's callback through the HTTP API clears the activity and unblocks the agent.
+    response = requests.post(live_server.url("/api/pending-callbacks"), headers=AUTH,
+                             json={"oliId": "OLI-1", "scheduledAt": "2030-01-01 10:00"})
+    assert response.status_code == 200
+    unblocked = until(client, lambda m: m["event"] == "dialer.outbound_blocked" and not m["data"]["blocked"])
+    assert unblocked["data"] == {"agent_id": 501, "blocked": False}
+    cleared = until(client, lambda m: m["event"] == "dialer.missed_activities")
+    assert cleared["data"]["items"] == [] and cleared["data"]["blocked"] is False
+
+
+def test_other_agents_do_not_get_the_events(connect, floor, app, new_lead):
+    new_lead("OLI-1")
+    other = connect("agentId=502")
+    frame(other)
+    frame(other)
+    with app.app_context():
+        get_db().run(agents.open_missed_activity, "OLI-1", 501, dialstate_now())
+    assert other.receive(timeout=1.5) is None
+
+
+def dialstate_now():
+    from dialerapi import clock
+    from zoneinfo import ZoneInfo
+
+    return clock.now(ZoneInfo("UTC"))
+
+
+@pytest.fixture
+def panel(connect, floor):
+    client = connect("agentId=501")
+    frame(client)
+    frame(client)
+
+    def say(event, data=None):
+        client.send(json.dumps({"event": event, "data": data or {}}))
+        return frame(client)
+
+    return say
+
+
+def test_pause_with_a_picker_code(panel, sql):
+    assert panel("agent.pause", {"code": "tea"}) == {"event": "agent.paused",
+                                                    "data": {"agent_id": 501, "code": "tea", "note": None}}
+    assert sql.one("SELECT pause_code, reason_note FROM sales_agents WHERE id = 501") == {"pause_code": "tea",
+                                                                                        "reason_note": None}
+    assert panel("agent.resume") == {"event": "agent.resumed", "data": {"agent_id": 501}}
+    assert sql.one("SELECT pause_code FROM sales_agents WHERE id = 501")["pause_code"] is None
+
+
+def test_other_needs_a_short_note(panel, sql):
+    note = "doctor appointment for my mother at the city hospital today"
+    reply = panel("agent.pause", {"code": "other", "note": note})
+    assert reply["event"] == "agent.paused" and reply["data"]["note"] == note
+    assert sql.one("SELECT reason_note FROM sales_agents WHERE id = 501")["reason_note"] == note
+
+
+@pytest.mark.parametrize("data, reason", [
+    ({}, "invalid_pause_reason"),
+    ({"code": ""}, "invalid_pause_reason"),
+    ({"code": "nap"}, "invalid_pause_reason"),
+    ({"code": "left"}, "invalid_pause_reason"),
+    ({"code": "day_reset"}, "invalid_pause_reason"),
+    ({"code": 7}, "invalid_pause_reason"),
+    ({"code": "other"}, "invalid_pause_note"),
+    ({"code": "other", "note": "   "}, "invalid_pause_note"),
+    ({"code": "other", "note": "one two three four five six seven eight nine ten eleven twelve thirteen"},
+     "invalid_pause_note"),
+    ({"code": "other", "note": "x" * 81}, "invalid_pause_note"),
+])
+def test_pause_rules(panel, sql, data, reason):
+    assert panel("agent.pause", data) == {"event": "server_error", "data": {"reason": reason}}
+    assert sql.one("SELECT pause_code FROM sales_agents WHERE id = 501")["pause_code"] is None
+
+
+def test_malformed_frames_get_server_error_and_the_socket_stays_open(connect, floor):
+    client = connect("agentId=501")
+    frame(client)
+    frame(client)
+    for raw in ("not json", json.dumps([1]), json.dumps({"event": "agent.dance"})):
+        client.send(raw)
+        assert frame(client)["event"] == "server_error"
+    client.send(json.dumps({"event": "agent.pause", "data": {"code": "lunch"}}))
+    assert frame(client)["event"] == "agent.paused"
+
+
+def test_the_server_keeps_connections_alive_with_pings(app):
+    assert app.config["SOCK_SERVER_OPTIONS"]["ping_interval"] == 25
