@@ -5,6 +5,7 @@ process per tick across workers and hosts take a MySQL GET_LOCK (decisions.md D6
 jobs, such as the health checks that feed /healthz, run in every worker.
 """
 
+import json
 import logging
 import time
 from datetime import datetime, timedelta, timezone
@@ -48,7 +49,7 @@ def run_once_per_tick(db, name, interval_seconds, now, work):
             started = time.monotonic()
             result = work()
             finished_at = now + timedelta(seconds=round(time.monotonic() - started))
-            queries.record_job_end(conn, name=name, finished_at=finished_at, result=str(result)[:255])
+            queries.record_job_end(conn, name=name, finished_at=finished_at, result=json.dumps(result, default=str)[:255])
             conn.commit()
             return result
         finally:
