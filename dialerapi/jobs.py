@@ -21,6 +21,9 @@ scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, 
 
 SWEEP_SECONDS = 60
 BLOCKING_SECONDS = 10
+PRUNE_SECONDS = 3600
+# Outbox rows only need to outlive the 0.5 s tailing interval; an hour leaves room to look at them.
+OUTBOX_KEEP = timedelta(hours=1)
 # The first sweep comes soon after start, so rows held across a restart are not left waiting.
 FIRST_SWEEP_SECONDS = 5
 # A run counts for the whole tick: another process whose tick comes within this share of the
@@ -77,6 +80,15 @@ def blocking_tick(app):
         return run_once_per_tick(db, "blocking", BLOCKING_SECONDS, now, lambda: db.run(agents.refresh_blocking, now))
 
 
+def prune_tick(app):
+    """Delete outbox rows older than an hour; returns how many went."""
+    with app.app_context():
+        db = get_db()
+        now = clock.now(app.config["DB_TIMEZONE"])
+        return run_once_per_tick(db, "prune_outbox", PRUNE_SECONDS, now,
+                                 lambda: db.run(queries.prune_outbox, before=now - OUTBOX_KEEP))
+
+
 def init_app(app):
     """Add this app's jobs and start the scheduler, unless JOBS_ENABLED is false (CLI, tests)."""
     if not app.config["JOBS_ENABLED"]:
@@ -95,6 +107,9 @@ def init_app(app):
     )
     scheduler.add_job(
         blocking_tick, "interval", seconds=BLOCKING_SECONDS, args=[app], id="blocking", replace_existing=True,
+    )
+    scheduler.add_job(
+        prune_tick, "interval", seconds=PRUNE_SECONDS, args=[app], id="prune_outbox", replace_existing=True,
     )
     if not scheduler.running:
         scheduler.start()

@@ -256,3 +256,11 @@ def test_settle_queues_an_event_for_the_agent(app, agent, new_lead, make_live, s
         get_db().run(dialstate.settle, "OLI-1", "no_answer", NOW, grace_minutes=10, release_retry_ms=60000,
                      agent_id=501)
     assert outbox(sql) == [501]
+
+
+def test_outbox_rows_older_than_an_hour_are_pruned_once_per_tick(app, sql):
+    sql("INSERT INTO dialerapi_outbox (agent_id, created_at) VALUES (501, %s), (502, %s)",
+        NOW - timedelta(minutes=61), NOW - timedelta(minutes=59))
+    assert jobs.prune_tick(app) == 1
+    assert [r["agent_id"] for r in sql("SELECT agent_id FROM dialerapi_outbox")] == [502]
+    assert jobs.prune_tick(app) is None
