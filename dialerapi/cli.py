@@ -5,19 +5,21 @@
     dialerapi settle OLI_ID OUTCOME   settle the hangup of a live call (for the dialing engine)
     dialerapi sweep          apply held CRM actions whose lead is no longer live
     dialerapi call-connected OLI_ID --agent-id N   open the agent's missed activity (for the engine)
-    dialerapi agents add|update|list|remove|import   the agent roster
+    dialerapi agents add|update|list|remove|import|state   the agent roster and availability
+    dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
+    dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)
 """
 
 import csv
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import click
 from flask import current_app
 from flask.cli import FlaskGroup
 
-from . import actions, agents, clock, create_app, dialstate, migrate
+from . import actions, agents, claims, clock, create_app, dialstate, migrate
 from .clock import format_wall_clock
 from .config import ConfigError
 from .db import get_db, queries
@@ -242,3 +244,65 @@ def agents_import(csv_file):
 
     get_db().run(import_all)
     click.echo(f"imported {len(rows)} agent(s)")
+
+
+def _now():
+    return clock.now(current_app.config["DB_TIMEZONE"])
+
+
+@main.command()
+@click.option("--agent-id", type=int, help="Claim for this agent (progressive, or a named lead).")
+@click.option("--oli-id", help="Claim this lead for a redial or an inbound call (with --agent-id).")
+@click.option("--call-type", type=click.Choice(["redial", "inbound"]), default="redial", show_default=True,
+              help="With --oli-id: the kind of call.")
+@click.option("--predictive", is_flag=True, help="Claim a lead for the skills of whoever is free; bridge later.")
+def claim(agent_id, oli_id, call_type, predictive):
+    """Reserve a lead for the dialing engine (lead-intake-api.md, Claim and retry rules).
+
+    Progressive: --agent-id N claims the next due lead for agent N (due Callback, then Pending,
+    Abandoned, Not Connected). Predictive: --predictive claims one for the free agents' skills.
+    Redial or inbound: --agent-id N --oli-id X [--call-type inbound]. Prints the lead as JSON, or
+    `null` when there is nothing to claim; exits 1 when a named lead cannot be claimed.
+    """
+    if predictive == (agent_id is not None) or (oli_id and agent_id is None):
+        raise click.UsageError("give --agent-id (with or without --oli-id) or --predictive")
+    db = get_db()
+    try:
+        if predictive:
+            row = db.run(claims.claim_predictive, _now())
+        elif oli_id:
+            row = db.run(claims.claim_lead, agent_id, oli_id, _now(), call_type)
+        else:
+            row = db.run(claims.claim_next, agent_id, _now())
+    except claims.NotClaimable as exc:
+        raise click.ClickException(f"cannot claim {oli_id}: {exc.reason}") from None
+    except (agents.UnknownAgent, dialstate.UnknownLead) as exc:
+        kind = "agent" if isinstance(exc, agents.UnknownAgent) else "lead"
+        raise click.ClickException(f"unknown {kind}: {exc}") from None
+    _echo_json(row and {key: row[key] for key in ("id", "oli_id", "data_id", "phone_number", "form_type", "priority_id",
+                                                  "dial_status", "previous_dial_status", "call_count")})
+
+
+@main.command()
+@click.argument("oli_id")
+def bridge(oli_id):
+    """Predictive: OLI_ID's customer answered; pick a free agent with the lead's skill and priority.
+
+    Prints {"agent_id": N} (the agent is marked AMI-busy), or {"agent_id": null} when nobody
+    matching is free and the call holds.
+    """
+    _echo_json({"agent_id": get_db().run(claims.bridge, oli_id, _now())})
+
+
+@agents_group.command("state")
+@click.argument("agent_id", type=int)
+@click.option("--panel/--no-panel", "panel_active", default=None, help="The agent panel is connected.")
+@click.option("--ami-idle/--ami-busy", "ami_idle", default=None, help="The agent's phone is idle in Asterisk.")
+@click.option("--wrapup-seconds", type=int, default=0, show_default=True,
+              help="The agent is in wrap-up for this many seconds from now (0: not in wrap-up).")
+def agents_state(agent_id, panel_active, ami_idle, wrapup_seconds):
+    """Record what the engine knows of AGENT_ID: panel, AMI state and wrap-up (used by the claim)."""
+    wrapup_until = _now() + timedelta(seconds=wrapup_seconds) if wrapup_seconds > 0 else None
+    get_db().run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
+                 wrapup_until=wrapup_until)
+    click.echo(f"agent {agent_id}: state recorded")

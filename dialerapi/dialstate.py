@@ -163,11 +163,34 @@ def new_data_id():
     return str(uuid.uuid4())
 
 
-def retry_after_no_answer(now, config):
-    """next_retry_at of a Not Connected lead: retry_seconds later, moved to the next work_start
-    when that falls outside the work window. (The multi-day retry_pattern belongs to the claim rules.)"""
-    candidate = now + timedelta(seconds=config.retry_seconds)
-    return candidate if in_work_window(candidate, config) else next_work_start(candidate, config)
+def attempts_allowed(config, day_index):
+    """Attempts allowed from the first attempt's day through day `day_index` (0 = that day).
+
+    retry_pattern gives the attempts of each working day; the allowance is cumulative, so attempts
+    left over on one day carry to the next. Days past the pattern allow its last value each.
+    """
+    pattern = config.retry_pattern or (config.max_tries,)
+    days = day_index + 1
+    return sum(pattern[:days]) + max(0, days - len(pattern)) * pattern[-1]
+
+
+def retry_after_no_answer(now, first_attempt_at, call_count, config):
+    """next_retry_at of a lead that stays Not Connected (lead-intake-api.md, Claim and retry rules 4).
+
+    Within today's allowance (`attempts_allowed`, counted from the day of `first_attempt_at`) the
+    next attempt is retry_seconds later, but never before work_start and only if it still falls
+    before work_end; otherwise it is work_start of the first later day whose allowance exceeds
+    `call_count`. Every day is a working day.
+    """
+    day_index = (now.date() - first_attempt_at.date()).days
+    if call_count < attempts_allowed(config, day_index):
+        candidate = max(now + timedelta(seconds=config.retry_seconds), datetime.combine(now.date(), config.work_start))
+        if candidate.date() == now.date() and in_work_window(candidate, config):
+            return candidate
+    days_ahead = 1
+    while call_count >= attempts_allowed(config, day_index + days_ahead) and days_ahead < 366:
+        days_ahead += 1
+    return datetime.combine(now.date() + timedelta(days=days_ahead), config.work_start)
 
 
 def status_before_claim(row):
@@ -189,8 +212,8 @@ def hangup_changes(row, outcome, now, config, *, call_type="outbound", hangup_by
     and retries after `release_retry_ms` milliseconds, rounded up to whole seconds. Otherwise the
     attempt is counted (except a redial that ends Not Connected), and:
     - answered -> Received, and rejected/cancelled -> Rejected: never retried;
-    - no_answer/busy/congestion -> Not Connected, retried after retry_seconds inside the work
-      window, or Disposed with Final Disposal once call_count reaches max_tries;
+    - no_answer/busy/congestion -> Not Connected on the retry schedule (`retry_after_no_answer`),
+      or Disposed with Final Disposal once call_count reaches max_tries;
     - abandoned -> Abandoned, retried after retry_seconds unless a next_retry_at is already set.
     Raises KeyError for an unknown outcome.
     """
@@ -214,7 +237,9 @@ def hangup_changes(row, outcome, now, config, *, call_type="outbound", hangup_by
                 dial_status=DISPOSED, priority_id=config.disposed_priority_id, disposeRemark=MAX_TRIES_REMARK
             )
         else:
-            changes["next_retry_at"] = retry_after_no_answer(now, config)
+            changes["next_retry_at"] = retry_after_no_answer(
+                now, changes["first_attempt_at"], changes["call_count"], config
+            )
     elif status == ABANDONED:
         changes["next_retry_at"] = row["next_retry_at"] or now + timedelta(seconds=config.retry_seconds)
     return changes
@@ -316,3 +341,59 @@ def settle(conn, oli_id, outcome, now, *, grace_minutes, release_retry_ms, agent
     notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=oli_id)], now)
     row, applied = apply_latest_pending(conn, row, now, config)
     return {"lead": row, "pending": applied}
+
+
+REOPENABLE = (RECEIVED, REJECTED, DISPOSED)
+
+
+def claim_changes(row):
+    """The columns a claim changes: Calling and reserved, remembering the status it left.
+
+    Attempts are counted by settle, not here, so an originate failure leaves them untouched.
+    Claiming a Received, Rejected or Disposed lead (a redial or an inbound call) reopens it;
+    leaving Disposed clears disposeRemark.
+    """
+    changes = {"dial_status": CALLING, "isReserved": 1, "previous_dial_status": row["dial_status"]}
+    if row["dial_status"] == DISPOSED:
+        changes["disposeRemark"] = None
+    return changes
+
+
+def unavailable_reason(agent, now, *, outbound=True):
+    """Why an agent may not take a call now, or None (Claim and retry rules 1 and 6).
+
+    An agent takes a call when panel-active, presence ready (no pause code), AMI idle and out of
+    wrap-up; an outbound claim also needs the agent not outbound-blocked. `outbound=False` (an
+    inbound call, or a redial of the agent's own missed lead) ignores the block.
+    """
+    if not agent["panel_active"]:
+        return "panel_inactive"
+    if agent["pause_code"]:
+        return "paused"
+    if not agent["ami_idle"]:
+        return "ami_busy"
+    if agent["wrapup_until"] is not None and agent["wrapup_until"] > now:
+        return "wrap_up"
+    if outbound and agent["outbound_blocked"]:
+        return "outbound_blocked"
+    return None
+
+
+def is_due(row, now, config):
+    """True when an unreserved lead may be claimed now, in claim-order bucket terms.
+
+    Callback: callback_scheduled_at null or not later than now, and inside the work window when
+    outbound_obey_work_hours = 1. Pending and Abandoned: next_retry_at null or due. Not Connected:
+    next_retry_at due. Other statuses are not claimed by the outbound claim.
+    """
+    if row["isReserved"]:
+        return False
+    status = row["dial_status"]
+    if status == CALLBACK:
+        due = row["callback_scheduled_at"] is None or row["callback_scheduled_at"] <= now
+        return due and (not config.outbound_obey_work_hours or in_work_window(now, config))
+    if status in (PENDING, ABANDONED):
+        return row["next_retry_at"] is None or row["next_retry_at"] <= now
+    if status == NOT_CONNECTED:
+        return row["next_retry_at"] is not None and row["next_retry_at"] <= now
+    return False

@@ -22,7 +22,7 @@ import time
 from flask import current_app, request
 from flask_sock import Sock
 
-from . import agents, auth, clock
+from . import agents, auth, claims, clock
 from .auth import public
 from .db import queries
 
@@ -65,11 +65,13 @@ class EventHub:
                 self._thread.start()
 
     def remove(self, connection):
+        """Forget a closed socket; True when it was the agent's last one in this process."""
         with self._lock:
             sockets = self._connections.get(connection.agent_id, set())
             sockets.discard(connection)
             if not sockets:
                 self._connections.pop(connection.agent_id, None)
+            return not sockets
 
     def snapshot(self, agent_id):
         """The two state events of an agent: (outbound_blocked data, missed_activities data)."""
@@ -148,13 +150,16 @@ def agent_socket(ws):
     hub = app.extensions["dialerapi.events"]
     connection = AgentConnection(ws, agent["id"])
     hub.add(connection)
+    # A connected panel is what makes an agent "panel-active" for the claim.
+    db.run(claims.set_availability, agent["id"], panel_active=True)
     try:
         hub.send_state([connection])
         while True:
             event, reply = _handle(db, agent["id"], ws.receive())
             connection.send(event, reply)
     finally:
-        hub.remove(connection)
+        if hub.remove(connection):
+            db.run(claims.set_availability, agent["id"], panel_active=False)
 
 
 def _handle(db, agent_id, frame):

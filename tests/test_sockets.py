@@ -207,3 +207,16 @@ def test_malformed_frames_get_server_error_and_the_socket_stays_open(connect, fl
 
 def test_the_server_keeps_connections_alive_with_pings(app):
     assert app.config["SOCK_SERVER_OPTIONS"]["ping_interval"] == 25
+
+
+def test_a_connected_panel_makes_the_agent_panel_active(connect, floor, sql):
+    sql("UPDATE sales_agents SET wrapup_until = '2026-11-21 10:00:30' WHERE id = 501")
+    client = connect("agentId=501")
+    frame(client)
+    assert sql.one("SELECT panel_active, wrapup_until FROM sales_agents WHERE id = 501")["panel_active"] == 1
+    client.close()
+    deadline = time.monotonic() + 3
+    while sql.one("SELECT panel_active FROM sales_agents WHERE id = 501")["panel_active"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    row = sql.one("SELECT panel_active, wrapup_until FROM sales_agents WHERE id = 501")
+    assert row["panel_active"] == 0 and str(row["wrapup_until"]) == "2026-11-21 10:00:30", "wrap-up kept"

@@ -1,0 +1,405 @@
+"""The claim and the retry schedule: lead-intake-api.md "Claim and retry rules" 1-6 and the claim,
+redial and reopen rows of "States and transitions"."""
+
+import dataclasses
+import threading
+from datetime import datetime, time, timedelta, timezone
+
+import pytest
+
+from dialerapi import claims, dialstate
+from dialerapi.db import get_db
+
+NOW = datetime(2026, 11, 21, 10, 0, 0)
+
+
+@pytest.fixture(autouse=True)
+def fixed_now(frozen_clock):
+    frozen_clock(NOW.replace(tzinfo=timezone.utc))
+
+
+@pytest.fixture
+def run(app):
+    """Run a claims/dialstate function in one transaction: run(claims.claim_next, 501, NOW)."""
+
+    def run(work, *args, **kwargs):
+        with app.app_context():
+            return get_db().run(work, *args, **kwargs)
+
+    return run
+
+
+@pytest.fixture
+def floor_agent(sql):
+    """An available agent: agent(501, skills=("home_loan",), priorities=(), **columns)."""
+
+    def add(agent_id=501, skills=("home_loan",), priorities=(), **columns):
+        sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (%s, %s, 'Agent', 1, 1)",
+            agent_id, str(4000 + agent_id))
+        for skill in skills:
+            sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", agent_id, skill)
+        for priority in priorities:
+            sql("INSERT INTO sales_agent_priorities (agent_id, priority_id) VALUES (%s, %s)", agent_id, priority)
+        for column, value in columns.items():
+            sql(f"UPDATE sales_agents SET {column} = %s WHERE id = %s", value, agent_id)
+        return agent_id
+
+    return add
+
+
+@pytest.fixture
+def lead_in(new_lead, sql):
+    """A lead in a given dial state: lead_in("A", "Not Connected", next_retry_at=..., form_type=...)."""
+
+    def make(oli_id, dial_status="Pending", form_type="home_loan", priority_id=2, **columns):
+        new_lead(oli_id, form_type=form_type, priority_id=priority_id)
+        sql("UPDATE sales_master SET dial_status = %s, next_retry_at = NULL WHERE oli_id = %s", dial_status, oli_id)
+        for column, value in columns.items():
+            sql(f"UPDATE sales_master SET {column} = %s WHERE oli_id = %s", value, oli_id)
+        return sql.lead(oli_id)
+
+    return make
+
+
+def claimed(run, agent_id=501, now=NOW):
+    row = run(claims.claim_next, agent_id, now)
+    return row and row["oli_id"]
+
+
+# --- order and due-ness ----------------------------------------------------------------------------
+
+def test_claim_order_callback_pending_abandoned_not_connected(run, floor_agent, lead_in):
+    floor_agent()
+    lead_in("NC", "Not Connected", next_retry_at=NOW - timedelta(hours=1))
+    lead_in("AB", "Abandoned", next_retry_at=NOW - timedelta(hours=2))
+    lead_in("PE", "Pending")
+    lead_in("CB", "Callback", callback_scheduled_at=NOW - timedelta(minutes=1))
+    order = [claimed(run) for _ in range(5)]
+    assert order == ["CB", "PE", "AB", "NC", None]
+
+
+def test_the_claim_reserves_and_remembers_the_previous_status(run, floor_agent, lead_in, sql):
+    floor_agent()
+    before = lead_in("NC", "Not Connected", next_retry_at=NOW, call_count=3, first_attempt_at=NOW - timedelta(days=1))
+    row = run(claims.claim_next, 501, NOW)
+    stored = sql.lead("NC")
+    assert row["dial_status"] == stored["dial_status"] == "Calling" and stored["isReserved"] == 1
+    assert stored["previous_dial_status"] == "Not Connected"
+    assert (stored["call_count"], stored["first_attempt_at"], stored["data_id"]) == (3, before["first_attempt_at"],
+                                                                                   before["data_id"])
+
+
+def test_within_a_bucket_the_earliest_due_goes_first(run, floor_agent, lead_in):
+    floor_agent(skills=("home_loan", "credit_card"))
+    lead_in("LATE", "Callback", callback_scheduled_at=NOW - timedelta(minutes=5))
+    lead_in("EARLY", "Callback", form_type="credit_card", callback_scheduled_at=NOW - timedelta(hours=3))
+    assert [claimed(run), claimed(run)] == ["EARLY", "LATE"]
+
+
+def test_future_callbacks_are_skipped_and_stay_unreserved(run, floor_agent, lead_in, sql):
+    floor_agent()
+    lead_in("CB", "Callback", callback_scheduled_at=NOW + timedelta(minutes=1))
+    assert claimed(run) is None
+    assert sql.lead("CB")["isReserved"] == 0 and sql.lead("CB")["dial_status"] == "Callback"
+    assert claimed(run, now=NOW + timedelta(minutes=1)) == "CB"
+
+
+@pytest.mark.parametrize("status, next_retry_at, due", [
+    ("Pending", None, True),
+    ("Pending", NOW + timedelta(minutes=1), False),
+    ("Not Connected", None, False),
+    ("Not Connected", NOW + timedelta(seconds=1), False),
+    ("Not Connected", NOW, True),
+    ("Abandoned", NOW + timedelta(hours=1), False),
+    ("Abandoned", NOW - timedelta(hours=1), True),
+    ("Received", None, False),
+    ("Rejected", None, False),
+    ("Disposed", None, False),
+])
+def test_which_statuses_are_due(run, floor_agent, lead_in, status, next_retry_at, due):
+    floor_agent()
+    lead_in("L", status, next_retry_at=next_retry_at)
+    assert claimed(run) == ("L" if due else None)
+
+
+def test_live_rows_are_never_claimed_again(run, floor_agent, lead_in, make_live):
+    floor_agent()
+    lead_in("L")
+    make_live("L")
+    assert claimed(run) is None
+
+
+@pytest.mark.parametrize("obey, now, claimable", [
+    (0, datetime(2026, 11, 21, 22, 0), True),
+    (1, datetime(2026, 11, 21, 22, 0), False),
+    (1, datetime(2026, 11, 21, 8, 59), False),
+    (1, datetime(2026, 11, 21, 9, 0), True),
+])
+def test_due_callbacks_wait_for_the_work_window_when_obeyed(run, floor_agent, lead_in, sql, obey, now, claimable):
+    sql("UPDATE sales_dialer_config SET outbound_obey_work_hours = %s", obey)
+    floor_agent()
+    lead_in("CB", "Callback", callback_scheduled_at=datetime(2026, 11, 21, 7, 0))
+    assert claimed(run, now=now) == ("CB" if claimable else None)
+
+
+# --- skills, priorities, availability, maintenance ---------------------------------------------------
+
+def test_claim_is_by_skill(run, floor_agent, lead_in):
+    floor_agent(skills=("credit_card",))
+    lead_in("HL", form_type="home_loan")
+    assert claimed(run) is None
+    lead_in("CC", form_type="credit_card")
+    assert claimed(run) == "CC"
+
+
+def test_allowed_priorities_limit_the_claim_and_none_means_all(run, floor_agent, lead_in):
+    floor_agent(501, priorities=(2,))
+    floor_agent(502)
+    lead_in("CB", "Callback", priority_id=1, callback_scheduled_at=NOW)
+    assert claimed(run, 501) is None
+    assert claimed(run, 502) == "CB"
+
+
+@pytest.mark.parametrize("columns", [
+    {"panel_active": 0},
+    {"pause_code": "tea"},
+    {"ami_idle": 0},
+    {"wrapup_until": NOW + timedelta(seconds=30)},
+    {"outbound_blocked": 1},
+])
+def test_only_an_available_agent_claims(run, floor_agent, lead_in, columns):
+    floor_agent(**columns)
+    lead_in("L")
+    assert claimed(run) is None
+
+
+def test_wrap_up_ends(run, floor_agent, lead_in):
+    floor_agent(wrapup_until=NOW)
+    lead_in("L")
+    assert claimed(run) == "L"
+
+
+def test_maintenance_stops_new_claims_but_live_calls_go_on(run, floor_agent, lead_in, sql, make_live):
+    floor_agent()
+    lead_in("L1")
+    lead_in("L2")
+    make_live("L2")
+    sql("UPDATE sales_dialer_config SET isMaintainance = 1")
+    assert claimed(run) is None
+    assert run(claims.claim_predictive, NOW) is None
+    result = run(dialstate.settle, "L2", "answered", NOW, grace_minutes=10, release_retry_ms=60000)
+    assert result["lead"]["dial_status"] == "Received"
+    sql("UPDATE sales_dialer_config SET isMaintainance = 0")
+    assert claimed(run) == "L1"
+
+
+# --- concurrency --------------------------------------------------------------------------------------
+
+def test_concurrent_claims_never_share_a_lead(app, floor_agent, lead_in, sql):
+    for agent_id in range(601, 609):
+        floor_agent(agent_id)
+    for n in range(30):
+        lead_in(f"L{n:02d}")
+    got, errors = [], []
+
+    def engine(agent_id):
+        try:
+            with app.app_context():
+                db = get_db()
+                while True:
+                    row = db.run(claims.claim_next, agent_id, NOW)
+                    if row is None:
+                        return
+                    got.append(row["oli_id"])
+                    db.run(claims.set_availability, agent_id, ami_idle=True)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=engine, args=(agent_id,)) for agent_id in range(601, 609)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(got) == [f"L{n:02d}" for n in range(30)], "every lead claimed exactly once"
+    assert sql.one("SELECT COUNT(*) AS n FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1")["n"] == 30
+
+
+# --- redial, inbound, reopen ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status", ["Received", "Rejected", "Disposed"])
+def test_redial_reopens_terminal_leads(run, floor_agent, lead_in, sql, status):
+    floor_agent()
+    lead_in("L", status, disposeRemark="CRM: DND" if status == "Disposed" else None)
+    row = run(claims.claim_lead, 501, "L", NOW, "redial")
+    assert row["dial_status"] == "Calling" and row["previous_dial_status"] == status
+    stored = sql.lead("L")
+    assert stored["isReserved"] == 1 and stored["disposeRemark"] is None
+    run(dialstate.settle, "L", "answered", NOW, grace_minutes=10, release_retry_ms=60000, call_type="redial")
+    assert sql.lead("L")["dial_status"] == "Received"
+
+
+def test_inbound_claim_reopens_and_ignores_the_outbound_block(run, floor_agent, lead_in):
+    floor_agent(outbound_blocked=1)
+    lead_in("L", "Disposed", disposeRemark="Dialer system: max tries reached")
+    row = run(claims.claim_lead, 501, "L", NOW, "inbound")
+    assert row["dial_status"] == "Calling" and row["disposeRemark"] is None
+
+
+def test_a_blocked_agent_may_redial_only_their_own_missed_leads(run, floor_agent, lead_in, open_missed_activity):
+    floor_agent(outbound_blocked=1)
+    lead_in("MINE", "Received")
+    lead_in("OTHER", "Received")
+    open_missed_activity("MINE", agent_id=501, ended_at=NOW - timedelta(hours=1), due_at=NOW - timedelta(minutes=50))
+    assert run(claims.claim_lead, 501, "MINE", NOW, "redial")["oli_id"] == "MINE"
+    with pytest.raises(claims.NotClaimable, match="outbound_blocked"):
+        run(claims.claim_lead, 501, "OTHER", NOW, "redial")
+    assert claimed(run) is None, "and no progressive claim while blocked"
+
+
+def test_named_claims_refuse_live_unknown_and_maintenance(run, floor_agent, lead_in, make_live, sql):
+    floor_agent()
+    lead_in("LIVE")
+    make_live("LIVE")
+    with pytest.raises(claims.NotClaimable, match="lead_in_flight"):
+        run(claims.claim_lead, 501, "LIVE", NOW, "redial")
+    with pytest.raises(dialstate.UnknownLead):
+        run(claims.claim_lead, 501, "GHOST", NOW, "redial")
+    lead_in("R", "Received")
+    sql("UPDATE sales_dialer_config SET isMaintainance = 1")
+    with pytest.raises(claims.NotClaimable, match="maintenance"):
+        run(claims.claim_lead, 501, "R", NOW, "redial")
+    assert run(claims.claim_lead, 501, "R", NOW, "inbound")["dial_status"] == "Calling"
+
+
+# --- predictive ---------------------------------------------------------------------------------------
+
+def test_predictive_calls_the_customer_first_then_bridges_a_free_skilled_agent(run, floor_agent, lead_in, sql):
+    floor_agent(501, skills=("credit_card",))
+    floor_agent(502, skills=("home_loan",), priorities=(1,))
+    floor_agent(503, skills=("home_loan",))
+    lead_in("HL")
+    row = run(claims.claim_predictive, NOW)
+    assert row["oli_id"] == "HL" and row["dial_status"] == "Calling"
+    assert run(claims.bridge, "HL", NOW) == 503, "skill home_loan and priority 2 allowed"
+    assert sql.one("SELECT ami_idle FROM sales_agents WHERE id = 503")["ami_idle"] == 0
+
+
+def test_predictive_holds_when_nobody_is_free_and_abandons_when_the_customer_hangs_up(run, floor_agent, lead_in, sql):
+    floor_agent(501)
+    lead_in("A")
+    lead_in("B")
+    run(claims.claim_predictive, NOW)
+    run(claims.claim_predictive, NOW)
+    assert run(claims.bridge, "A", NOW) == 501
+    assert run(claims.bridge, "B", NOW) is None, "the call holds"
+    run(dialstate.settle, "B", "abandoned", NOW, grace_minutes=10, release_retry_ms=60000)
+    row = sql.lead("B")
+    assert row["dial_status"] == "Abandoned" and row["next_retry_at"] == NOW + timedelta(seconds=3600)
+
+
+def test_predictive_claims_nothing_without_a_free_agent(run, floor_agent, lead_in):
+    floor_agent(501, ami_idle=0)
+    lead_in("A")
+    assert run(claims.claim_predictive, NOW) is None
+
+
+# --- the retry schedule ---------------------------------------------------------------------------------
+
+CONFIG = dialstate.DialerConfig(
+    isMaintainance=False, outbound_obey_work_hours=False, retry_pattern=(4, 4, 3, 2, 1, 1, 1, 1, 1, 1, 1),
+    retry_seconds=3600, max_tries=20, work_start=time(9), work_end=time(21), disposed_priority_id=3,
+)
+DAY0 = datetime(2026, 11, 21)
+
+
+def at(day, hour, minute=0):
+    return DAY0 + timedelta(days=day, hours=hour, minutes=minute)
+
+
+@pytest.mark.parametrize("now, first, call_count, expected", [
+    # Day 0 allows 4 attempts, retry_seconds (1 h) apart, inside 09:00-21:00.
+    (at(0, 10), at(0, 10), 1, at(0, 11)),
+    (at(0, 13), at(0, 10), 3, at(0, 14)),
+    (at(0, 14), at(0, 10), 4, at(1, 9)),
+    (at(0, 19, 59), at(0, 10), 2, at(0, 20, 59)),
+    (at(0, 20, 30), at(0, 10), 2, at(1, 9)),
+    (at(0, 7), at(0, 7), 1, at(0, 9)),
+    # Day 1: the allowance is cumulative (4 + 4 = 8), so day 0's leftover carries over.
+    (at(1, 9), at(0, 20), 1, at(1, 10)),
+    (at(1, 15), at(0, 10), 7, at(1, 16)),
+    (at(1, 16), at(0, 10), 8, at(2, 9)),
+    # Day 2 allows 11 in all, day 3 13, days 4-10 one more each.
+    (at(2, 12), at(0, 10), 10, at(2, 13)),
+    (at(2, 13), at(0, 10), 11, at(3, 9)),
+    (at(4, 9), at(0, 10), 14, at(5, 9)),
+    (at(5, 9), at(0, 10), 14, at(5, 10)),
+    # Attempts far ahead of the allowance wait for the day that allows one more.
+    (at(0, 12), at(0, 10), 9, at(2, 9)),
+])
+def test_retry_schedule(now, first, call_count, expected):
+    assert dialstate.retry_after_no_answer(now, first, call_count, CONFIG) == expected
+
+
+def test_days_past_the_pattern_allow_its_last_value():
+    assert dialstate.attempts_allowed(CONFIG, 10) == 20
+    assert dialstate.attempts_allowed(CONFIG, 12) == 22
+    assert dialstate.attempts_allowed(dataclasses.replace(CONFIG, retry_pattern=()), 0) == 20, "max_tries on day one"
+
+
+def test_settle_follows_the_schedule_over_days(run, floor_agent, lead_in, sql):
+    floor_agent()
+    lead_in("L", "Pending")
+    moments = []
+    now = at(0, 20)
+    for _ in range(6):
+        row = run(claims.claim_next, 501, now)
+        assert row is not None, f"nothing claimable at {now}"
+        run(dialstate.settle, "L", "no_answer", now, grace_minutes=10, release_retry_ms=60000)
+        now = sql.lead("L")["next_retry_at"]
+        moments.append(now)
+    # First attempt at 20:00 on day 0 (1 of 4): the next falls at 21:00, outside; day 0's leftover carries.
+    assert moments == [at(1, 9), at(1, 10), at(1, 11), at(1, 12), at(1, 13), at(1, 14)]
+    assert sql.lead("L")["call_count"] == 6
+
+
+def test_max_tries_ends_disposed(run, floor_agent, lead_in, sql):
+    sql("UPDATE sales_dialer_config SET max_tries = 3, retry_seconds = 60")
+    floor_agent()
+    lead_in("L")
+    now = at(0, 10)
+    for _ in range(3):
+        assert run(claims.claim_next, 501, now)
+        run(dialstate.settle, "L", "busy", now, grace_minutes=10, release_retry_ms=60000)
+        now = sql.lead("L")["next_retry_at"] or now
+    row = sql.lead("L")
+    assert (row["dial_status"], row["priority_id"], row["disposeRemark"]) == ("Disposed", 3,
+                                                                            "Dialer system: max tries reached")
+    assert run(claims.claim_next, 501, now + timedelta(days=2)) is None
+
+
+def test_claim_and_bridge_commands(database_url, floor_agent, lead_in, sql):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import ROOT, SECRET
+
+    def cli(*args):
+        env = {**os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET}
+        return subprocess.run([str(Path(sys.executable).with_name("dialerapi")), *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    floor_agent(501, ami_idle=0)
+    lead_in("A")
+    assert json.loads(cli("claim", "--agent-id", "501").stdout) is None, "AMI busy"
+    assert cli("agents", "state", "501", "--ami-idle", "--wrapup-seconds", "0").returncode == 0
+    assert json.loads(cli("claim", "--agent-id", "501").stdout)["oli_id"] == "A"
+    lead_in("B")
+    assert json.loads(cli("claim", "--predictive").stdout)["oli_id"] == "B"
+    assert json.loads(cli("bridge", "B").stdout) == {"agent_id": 501}
+    refused = cli("claim", "--agent-id", "501", "--oli-id", "A")
+    assert refused.returncode == 1 and "ami_busy" in refused.stderr, "the bridge took the agent"
+    assert cli("claim").returncode == 2
