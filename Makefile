@@ -7,12 +7,12 @@ BIN := $(VENV)/bin
 DEVDB := scripts/devdb.sh
 PYTEST_ARGS ?=
 
-.PHONY: install run test db-upgrade db-start db-stop clean
+.PHONY: install run test bench db-upgrade db-start db-stop clean
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,sim]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -26,6 +26,9 @@ run: db-upgrade
 
 test: install
 	$(DEVDB) exec $(BIN)/pytest $(PYTEST_ARGS)
+
+bench: install
+	$(DEVDB) exec $(BIN)/python bench/claim_bench.py
 
 db-start:
 	$(DEVDB) start

@@ -8,6 +8,7 @@
     dialerapi agents add|update|list|remove|import|state   the agent roster and availability
     dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
     dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
+    dialerapi simulate       play a floor on a virtual clock; summary and chart
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)
 """
 
@@ -306,3 +307,36 @@ def agents_state(agent_id, panel_active, ami_idle, wrapup_seconds):
     get_db().run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
                  wrapup_until=wrapup_until)
     click.echo(f"agent {agent_id}: state recorded")
+
+
+@main.command()
+@click.option("--agents", "agents_n", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--leads", "leads_n", type=click.IntRange(1, 200000), default=5000, show_default=True)
+@click.option("--hours", type=click.FloatRange(0.1, 24), default=8, show_default=True, help="Virtual hours to play.")
+@click.option("--speed", type=click.FloatRange(0), default=600, show_default=True,
+              help="Virtual seconds per real second; 0 runs as fast as the database allows.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed, for a repeatable day.")
+@click.option("--chart", type=click.Path(dir_okay=False), default="simulation.png", show_default=True,
+              help="Where to write the PNG chart of dial_status over the day.")
+def simulate(agents_n, leads_n, hours, speed, seed, chart):
+    """Play a dialing floor on a virtual clock against the database, through the HTTP API.
+
+    Pushes LEADS leads, adds AGENTS agents (ids from 900001, removed at the end), and runs the
+    claim, outcomes, talk and wrap-up times, missed activities, blocking, the sweep, and CRM
+    callbacks and dispositions (some while calls are live) from 09:00 for HOURS virtual hours.
+    Prints a summary and writes a chart. The leads stay (oli_id SIM<run>-n) for inspection.
+    """
+    from . import simulate as sim
+
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise click.ClickException("the chart needs matplotlib: pip install 'dialerapi[sim]'") from None
+    # Rate limits count real seconds; a day played in minutes would trip them with a floor's
+    # ordinary CRM traffic, so the simulator's own in-process app runs without them.
+    app = create_app({"JOBS_ENABLED": False, "RATELIMIT_ENABLED": False})
+    total = int(hours * 3600)
+    with click.progressbar(length=total, label="simulating", show_eta=True, show_percent=True) as bar:
+        report = sim.run(app, agents_n=agents_n, leads_n=leads_n, hours=hours, speed=speed, seed=seed,
+                         chart_path=chart, progress=lambda seconds: bar.update(int(seconds)))
+    click.echo(sim.summary(report, agents_n, leads_n, hours))
