@@ -6,10 +6,13 @@ DATABASE_URL, WS_SECRET and JOBS_ENABLED=False). See README.md and ../shared/spe
 
 import logging
 
+from pythonjsonlogger.json import JsonFormatter
+
 from flask import Flask
+from flask_swagger_ui import get_swaggerui_blueprint
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import auth, config as settings, errors, jobs, routes
+from . import auth, config as settings, errors, jobs, observability, routes
 from .db import Database
 from .health import HealthState, recent_logs
 from .limits import limiter
@@ -23,7 +26,7 @@ def create_app(config=None):
 
     Raises config.ConfigError (one line naming the variable) when a setting is missing or bad.
     """
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)
     app.config.update(settings.load(config))
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False
@@ -44,10 +47,15 @@ def create_app(config=None):
         return response
 
     errors.register(app)
+    observability.init_app(app)
     app.before_request(auth.require_key)
     limiter.init_app(app)
     for blueprint in routes.blueprints:
         app.register_blueprint(blueprint)
+    app.register_blueprint(get_swaggerui_blueprint("/docs", "/openapi.json", {"app_name": "dialerapi"}),
+                           name="swagger_ui")
+    # flask-swagger-ui's view cannot take @public: mark it here, so a browser can open /docs.
+    app.view_functions["swagger_ui.show"].public = True
     sock.init_app(app)
     jobs.init_app(app)
     return app
@@ -56,7 +64,10 @@ def create_app(config=None):
 def _configure_logging(level):
     root = logging.getLogger()
     if not root.handlers:
-        logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        root.addHandler(handler)
+    logging.getLogger("dialerapi.access").setLevel(logging.INFO)
     if recent_logs not in root.handlers:
         root.addHandler(recent_logs)
     logging.getLogger("dialerapi").setLevel(level)

@@ -34,12 +34,15 @@ def parse_wall_clock(value, tz):
 
     Accepts `YYYY-MM-DD HH:MM[:SS]` and ISO 8601 (`T` or space, optional fraction); without an
     offset the value is wall-clock time in `tz`, with an offset or `Z` it is converted to `tz`.
-    Raises ValueError for anything else, including date-only values, empty strings and impossible
-    dates such as 2026-02-30.
+    Raises ValueError for anything else, including date-only values, empty strings, impossible
+    dates such as 2026-02-30, and years outside 1000-9998.
     """
     if not isinstance(value, str) or not _WALL_CLOCK_PREFIX.match(value.strip()):
         raise ValueError("must be a date and time: YYYY-MM-DD HH:MM[:SS] or ISO 8601")
     parsed = datetime.fromisoformat(value.strip())
+    # DATETIME holds years 1000-9999; outside them a conversion can overflow and MySQL may refuse.
+    if not 1000 <= parsed.year <= 9998:
+        raise ValueError("the year must be between 1000 and 9998")
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(tz).replace(tzinfo=None)
     return parsed.replace(microsecond=0)

@@ -14,6 +14,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import actions, agents, clock, health
 from .db import get_db, queries
+from .observability import SWEEPS
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,8 @@ def sweep_tick(app):
         db = get_db()
         now = clock.now(app.config["DB_TIMEZONE"])
         result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: actions.sweep(db, now))
+        if result is not None:
+            SWEEPS.inc()
         if result and (result["applied"] or result["failed"]):
             log.info("sweep: %s", result)
         return result

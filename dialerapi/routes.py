@@ -6,10 +6,10 @@ transaction, and returns the JSON body. Errors are raised and rendered by errors
 
 import json
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import actions, agents, catalog, clock, health, leads, limits, schemas
+from . import actions, agents, catalog, clock, health, leads, limits, observability, openapi, schemas
 from .auth import public
 from .db import get_db
 from .errors import ApiError
@@ -19,8 +19,9 @@ callbacks_bp = Blueprint("callbacks", __name__)
 agents_bp = Blueprint("agents", __name__)
 catalog_bp = Blueprint("catalog", __name__)
 health_bp = Blueprint("health", __name__)
+docs_bp = Blueprint("api_docs", __name__)
 
-blueprints = (leads_bp, callbacks_bp, agents_bp, catalog_bp, health_bp)
+blueprints = (leads_bp, callbacks_bp, agents_bp, catalog_bp, health_bp, docs_bp)
 
 
 def json_body():
@@ -56,7 +57,9 @@ def push_leads():
     """Upsert one lead or a batch of 1-500 (lead-intake-api.md, POST /api/leads; D4). 201 always."""
     db = get_db()
     batch = load(schemas.load_push, json_body(), priorities=db.run(catalog.push_priorities))
-    return {"ok": True, "leads": db.run(leads.push_leads, batch, clock.now(db_timezone()))}, 201
+    results = db.run(leads.push_leads, batch, clock.now(db_timezone()))
+    observability.count_pushed(results)
+    return {"ok": True, "leads": results}, 201
 
 
 @callbacks_bp.post("/api/send-callback-request")
@@ -133,3 +136,20 @@ def healthz():
 def detailed_health():
     """Detailed health for the sysadmin's cron (D8): 200 healthy, 503 unhealthy; same body either way."""
     return health.report(current_app._get_current_object())
+
+
+@health_bp.get("/metrics")
+def metrics():
+    """Prometheus metrics (text exposition format); authenticated like every non-public path."""
+    body = observability.exposition(current_app.config["DATABASE_URL"])
+    return Response(body, mimetype="text/plain", headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+
+@docs_bp.get("/openapi.json")
+@public
+def openapi_document():
+    """The OpenAPI 3.1 document (public, so Swagger UI at /docs can load it)."""
+    document = current_app.extensions.get("dialerapi.openapi")
+    if document is None:
+        document = current_app.extensions["dialerapi.openapi"] = openapi.build()
+    return document

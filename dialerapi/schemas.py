@@ -14,13 +14,14 @@ from datetime import timedelta
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.experimental.context import Context
-from marshmallow.validate import Length, OneOf, Regexp
+from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from .clock import parse_wall_clock
 
 RequestContext = Context[dict]
 
 MAX_CALLBACK_PAST = timedelta(minutes=5)
+EMPLOYEE_ID = Range(1, 2**63 - 1, error="must be an employee id from 1 to 2^63-1")
 
 MAX_BATCH = 500
 PHONE_DIGITS = (10, 15)
@@ -148,6 +149,8 @@ class SendCallbackSchema(ApiSchema):
 
     @validates_schema(pass_original=True, skip_on_field_errors=False)
     def one_time(self, data, original_data, **kwargs):
+        if not isinstance(original_data, dict):
+            return  # marshmallow already reports "must be a JSON object"
         given = [name for name in ("scheduledAt", "ScheduledAt") if name in original_data]
         if len(given) > 1:
             raise ValidationError("send exactly one of scheduledAt and ScheduledAt", "ScheduledAt")
@@ -162,7 +165,7 @@ class SendCallbackSchema(ApiSchema):
 class AuditSchema(ApiSchema):
     """The optional audit fields stored with a pending row (lead-intake-api.md, "Pending row")."""
 
-    agentId = StrictInteger(load_default=None, allow_none=True)
+    agentId = StrictInteger(load_default=None, allow_none=True, validate=EMPLOYEE_ID)
     extension = _optional_text(16)
     workStatus = _optional_text(100)
     subDisposition = _optional_text(100)
@@ -213,11 +216,13 @@ class MissedActivitiesQuery(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    agentId = fields.Integer(error_messages={"invalid": "must be an integer"})
+    agentId = fields.Integer(error_messages={"invalid": "must be an integer"}, validate=EMPLOYEE_ID)
     extension = Text(validate=Regexp(r"^[0-9]{3,16}$", error="must be 3-16 digits"))
 
     @validates_schema(pass_original=True, skip_on_field_errors=False)
     def exactly_one(self, data, original_data, **kwargs):
+        if not isinstance(original_data, dict):
+            return
         if ("agentId" in original_data) == ("extension" in original_data):
             raise ValidationError("give exactly one of agentId and extension", "agentId")
 

@@ -289,3 +289,10 @@ def test_applied_at_once_also_supersedes_held_rows(post, sql, new_lead, make_liv
     assert applied.status_code == 200
     assert sql.one("SELECT status FROM sales_pending_actions WHERE id = %s", held["id"])["status"] == "superseded"
     assert sql.lead("OLI-1")["dial_status"] == "Disposed"
+
+
+@pytest.mark.parametrize("path", ["/api/send-callback-request", "/api/pending-callbacks", "/api/pending-dispositions"])
+@pytest.mark.parametrize("body", ["null", "[]", "7", '"x"'])
+def test_a_body_that_is_not_an_object_is_validation_failed(client, auth, path, body):
+    response = client.post(path, data=body, headers=auth)
+    assert response.status_code == 400 and response.get_json()["error"] == "validation_failed"

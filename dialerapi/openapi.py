@@ -1,0 +1,273 @@
+"""The OpenAPI 3.1 document of the HTTP API, generated from the marshmallow schemas with apispec.
+
+Served at GET /openapi.json and rendered by Swagger UI at /docs (flask-swagger-ui's bundled assets,
+no CDN); schemathesis checks the service against it in `make test`. Request bodies come from
+schemas.py; the response shapes below exist for the document.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from marshmallow import Schema, fields
+from marshmallow.validate import OneOf
+
+from . import schemas
+
+SECURITY = [{"bearerAuth": []}, {"apiKeyHeader": []}, {"accessKeyHeader": []}]
+JSON = "application/json"
+
+
+class DetailSchema(Schema):
+    field = fields.String(required=True, metadata={"example": "leads[3].phone_number"})
+    message = fields.String(required=True, metadata={"example": "must be 10-15 digits after removing spaces and punctuation"})
+
+
+class ErrorSchema(Schema):
+    ok = fields.Boolean(required=True, metadata={"enum": [False]})
+    error = fields.String(required=True, metadata={"example": "validation_failed"})
+    details = fields.List(fields.Nested(DetailSchema), metadata={"description": "Only on 400 validation_failed"})
+
+
+class PushResultSchema(Schema):
+    oli_id = fields.String(required=True)
+    status = fields.String(required=True, validate=OneOf(["inserted", "updated", "skipped_in_flight"]))
+    data_id = fields.UUID(required=True)
+    callback_scheduled_at = fields.Raw(required=True, allow_none=True,
+                                       metadata={"description": "Exactly as sent; null when omitted"})
+
+
+class PushResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    leads = fields.List(fields.Nested(PushResultSchema), required=True)
+
+
+class CallbackLeadSchema(Schema):
+    oli_id = fields.String(required=True)
+    data_id = fields.UUID(required=True)
+    dial_status = fields.String(required=True, metadata={"enum": ["Callback"]})
+    callback_scheduled_at = fields.String(required=True, metadata={"example": "2026-11-23 11:30:00"})
+
+
+class SendCallbackResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    lead = fields.Nested(CallbackLeadSchema, required=True)
+
+
+class PendingCallbackSchema(Schema):
+    id = fields.Integer(required=True)
+    oli_id = fields.String(required=True)
+    scheduled_at = fields.String(required=True, metadata={"example": "2026-11-23 11:30:00"})
+    status = fields.String(required=True, validate=OneOf(["applied", "pending"]))
+
+
+class PendingCallbackResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    pending = fields.Nested(PendingCallbackSchema, required=True)
+
+
+class PendingDispositionSchema(Schema):
+    id = fields.Integer(required=True)
+    oli_id = fields.String(required=True)
+    action = fields.String(required=True, metadata={"enum": ["dispose"]})
+    reason = fields.String(required=True)
+    status = fields.String(required=True, validate=OneOf(["applied", "pending"]))
+
+
+class PendingDispositionResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    pending = fields.Nested(PendingDispositionSchema, required=True)
+
+
+class MissedActivitySchema(Schema):
+    id = fields.Integer(required=True)
+    oli_id = fields.String(required=True)
+    lead_id = fields.Integer(required=True)
+    call_type = fields.String(required=True)
+    extension = fields.String(required=True, allow_none=True)
+    connected_at = fields.String(required=True, metadata={"example": "2026-11-21T04:30:00Z"})
+    ended_at = fields.String(required=True, allow_none=True, metadata={"description": "null while the call is live"})
+    due_at = fields.String(required=True, allow_none=True, metadata={"description": "null while the call is live"})
+    overdue = fields.Boolean(required=True)
+
+
+class MissedActivitiesResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    agent_id = fields.Integer(required=True)
+    blocked = fields.Boolean(required=True)
+    grace_minutes = fields.Integer(required=True)
+    items = fields.List(fields.Nested(MissedActivitySchema), required=True)
+
+
+class PauseReasonSchema(Schema):
+    code = fields.String(required=True)
+    label = fields.String(required=True)
+    note = fields.Boolean(metadata={"description": "true on `other`, which needs a note"})
+
+
+class PauseReasonsResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    note_max_words = fields.Integer(required=True)
+    note_max_chars = fields.Integer(required=True)
+    reasons = fields.List(fields.Nested(PauseReasonSchema), required=True)
+    system = fields.List(fields.Nested(PauseReasonSchema), required=True)
+
+
+class HealthzResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    ami = fields.Boolean(required=True)
+    db = fields.Boolean(required=True)
+
+
+class HealthResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    status = fields.String(required=True, validate=OneOf(["healthy", "unhealthy"]))
+    checks = fields.Dict(required=True, metadata={"description": "db: {ok, host, latency_ms, error}; "
+                                                                 "ami: {ok, configured, host, latency_ms, error}"})
+    metrics = fields.Dict(required=True)
+    logs = fields.List(fields.String(), required=True)
+    version = fields.String(required=True)
+
+
+def _json(schema, description, example=None):
+    content = {"schema": schema}
+    if example is not None:
+        content["example"] = example
+    return {"description": description, "content": {JSON: content}}
+
+
+def _error(description, code):
+    return _json("Error", description, {"ok": False, "error": code})
+
+
+RETRY_AFTER = {"Retry-After": {"description": "Seconds until the counter allows another request",
+                               "schema": {"type": "integer"}}}
+COMMON = {
+    "401": _error("Missing or wrong key", "unauthorized"),
+    "500": _error("Unexpected server error (no details)", "internal_error"),
+}
+WRITES = {
+    "400": _json("Invalid JSON (`invalid_json`) or failed validation (`validation_failed`, with details)", "Error",
+                 {"ok": False, "error": "validation_failed",
+                  "details": [{"field": "phone_number", "message": "must be 10-15 digits after removing spaces and punctuation"}]}),
+    "413": _error("Body larger than 1 MiB", "payload_too_large"),
+}
+LIMITED = {"429": {**_error("Rate limited (one counter per client IP)", "rate_limited"), "headers": RETRY_AFTER}}
+UNKNOWN_OLI = {"404": _error("No lead has this oliId", "unknown_oli_id")}
+
+LEAD_EXAMPLE = {"oli_id": "CRM-2026-000042", "phone_number": "+91 98765 43210", "client_name": "मीना शर्मा",
+                "form_type": "home_loan", "priority_id": 1, "callback_scheduled_at": "2026-11-23 11:30"}
+
+OPERATIONS = {
+    "/api/leads": {"post": {
+        "tags": ["leads"], "summary": "Upsert one lead or a batch of 1-500 (by oli_id)",
+        "description": "A lead that is live on a call (Calling + isReserved) is not touched and answers "
+                       "`skipped_in_flight`. A batch is all or nothing. Not rate-limited.",
+        "requestBody": {"required": True, "content": {JSON: {
+            "schema": {"oneOf": [{"$ref": "#/components/schemas/Lead"}, {"$ref": "#/components/schemas/LeadBatch"}]},
+            "examples": {"one lead": {"value": LEAD_EXAMPLE},
+                         "batch": {"value": {"leads": [LEAD_EXAMPLE, {**LEAD_EXAMPLE, "oli_id": "CRM-2026-000043",
+                                                                      "priority_id": 2, "callback_scheduled_at": None}]}}}}}},
+        "responses": {"201": _json("PushResponse", "One result per pushed lead, in order"), **WRITES, **COMMON},
+    }},
+    "/api/send-callback-request": {"post": {
+        "tags": ["callbacks"], "summary": "Set a callback time on an existing lead now (priority kept)",
+        "requestBody": {"required": True, "content": {JSON: {"schema": "SendCallbackRequest",
+                                                           "example": {"oliId": "CRM-2026-000042", "scheduledAt": "2026-11-23 11:30:00"}}}},
+        "responses": {"200": _json("SendCallbackResponse", "Callback set"), **UNKNOWN_OLI,
+                      "409": _error("The lead is live on a call", "lead_in_flight"), **WRITES, **LIMITED, **COMMON},
+    }},
+    "/api/pending-callbacks": {"post": {
+        "tags": ["callbacks"], "summary": "CRM callback: applied now, or held until the live call settles",
+        "requestBody": {"required": True, "content": {JSON: {"schema": "PendingCallbackRequest", "example": {
+            "oliId": "CRM-2026-000042", "scheduledAt": "2026-11-23 11:30", "agentId": 501, "extension": "4501",
+            "callbackType": "future_day", "workStatus": "Interested", "subDisposition": "Call later",
+            "remarks": "call after salary credit"}}}},
+        "responses": {"200": _json("PendingCallbackResponse", "Applied at once (the lead was not live)"),
+                      "202": _json("PendingCallbackResponse", "Held until the live call settles"),
+                      **UNKNOWN_OLI, **WRITES, **LIMITED, **COMMON},
+    }},
+    "/api/pending-dispositions": {"post": {
+        "tags": ["callbacks"], "summary": "CRM final disposition: applied now, or held until the live call settles",
+        "requestBody": {"required": True, "content": {JSON: {"schema": "PendingDispositionRequest", "example": {
+            "oliId": "CRM-2026-000042", "reason": "Not Intrested", "agentId": 501}}}},
+        "responses": {"200": _json("PendingDispositionResponse", "Applied at once (the lead was not live)"),
+                      "202": _json("PendingDispositionResponse", "Held until the live call settles"),
+                      **UNKNOWN_OLI, **WRITES, **LIMITED, **COMMON},
+    }},
+    "/api/missed-activities": {"get": {
+        "tags": ["agents"], "summary": "One agent's open missed activities (exactly one of agentId and extension)",
+        "parameters": [{"in": "query", "schema": "MissedActivitiesQuery"}],
+        "responses": {"200": _json("MissedActivitiesResponse", "Oldest first, at most 100; times in UTC"),
+                      "400": _json("Error", "Neither or both of agentId and extension, or a malformed one"),
+                      "404": _json("Error", "`unknown_agent` or `unknown_extension`",
+                                   {"ok": False, "error": "unknown_extension"}),
+                      **LIMITED, **COMMON},
+    }},
+    "/api/pause-reasons": {"get": {
+        "tags": ["agents"], "summary": "The pause-reason catalog (public)", "security": [],
+        "responses": {"200": _json("PauseReasonsResponse", "Picker and system codes"),
+                      "500": COMMON["500"]},
+    }},
+    "/healthz": {"get": {
+        "tags": ["health"], "summary": "Liveness from cached checks (public)", "security": [],
+        "responses": {"200": _json("HealthzResponse", "Always 200 while the process serves",
+                                   {"ok": True, "ami": True, "db": True})},
+    }},
+    "/health": {"get": {
+        "tags": ["health"], "summary": "Detailed health",
+        "responses": {"200": _json("HealthResponse", "Healthy"), "503": _json("HealthResponse", "Unhealthy"),
+                      **COMMON},
+    }},
+    "/metrics": {"get": {
+        "tags": ["health"], "summary": "Prometheus metrics",
+        "responses": {"200": {"description": "Prometheus text format",
+                              "content": {"text/plain": {"schema": {"type": "string"}}}}, **COMMON},
+    }},
+}
+OPERATIONS["/api/master"] = {"post": {**OPERATIONS["/api/leads"]["post"], "summary": "Same handler as /api/leads"}}
+OPERATIONS["/api/health"] = {"get": {**OPERATIONS["/health"]["get"], "summary": "Same as /health"}}
+
+SCHEMAS = {
+    "Lead": schemas.LeadSchema, "LeadBatch": schemas.LeadBatchSchema,
+    "SendCallbackRequest": schemas.SendCallbackSchema, "PendingCallbackRequest": schemas.PendingCallbackSchema,
+    "PendingDispositionRequest": schemas.PendingDispositionSchema, "MissedActivitiesQuery": schemas.MissedActivitiesQuery,
+    "Error": ErrorSchema, "PushResponse": PushResponseSchema, "SendCallbackResponse": SendCallbackResponseSchema,
+    "PendingCallbackResponse": PendingCallbackResponseSchema,
+    "PendingDispositionResponse": PendingDispositionResponseSchema,
+    "MissedActivitiesResponse": MissedActivitiesResponseSchema, "PauseReasonsResponse": PauseReasonsResponseSchema,
+    "HealthzResponse": HealthzResponseSchema, "HealthResponse": HealthResponseSchema,
+}
+
+DESCRIPTION = """The push interface of an outbound dialer: CRMs upsert leads into the master table,
+set callbacks and file dispositions, which are held while a lead is live on a call and applied when
+it settles. Every error is `{"ok": false, "error": CODE}` (400 adds `details`). The key goes in
+`Authorization: Bearer`, `X-API-Key` or `X-Access-Key`. Agent panels use the websocket at `/ws`
+(see the README). Times: `YYYY-MM-DD HH:MM[:SS]` is wall-clock time in the service's DB_TIMEZONE;
+ISO 8601 with an offset is converted."""
+
+
+def build():
+    """The OpenAPI 3.1 document as a dict."""
+    plugin = MarshmallowPlugin()
+    spec = APISpec(title="dialerapi: lead intake and callbacks", version=_version(), openapi_version="3.1.0",
+                   plugins=[plugin], info={"description": DESCRIPTION})
+    plugin.map_to_openapi_type(schemas.PhoneNumber, "string", None)
+    plugin.map_to_openapi_type(schemas.WallClockDateTime, "string", None)
+    spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
+    spec.components.security_scheme("apiKeyHeader", {"type": "apiKey", "in": "header", "name": "X-API-Key"})
+    spec.components.security_scheme("accessKeyHeader", {"type": "apiKey", "in": "header", "name": "X-Access-Key"})
+    for name, schema in SCHEMAS.items():
+        spec.components.schema(name, schema=schema)
+    for path, operations in OPERATIONS.items():
+        spec.path(path=path, operations={method: {"security": SECURITY, **op} for method, op in operations.items()})
+    document = spec.to_dict()
+    document["security"] = SECURITY
+    return document
+
+
+def _version():
+    try:
+        return version("dialerapi")
+    except PackageNotFoundError:
+        return "0.0.0"

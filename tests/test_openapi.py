@@ -1,0 +1,68 @@
+"""The OpenAPI document, Swagger UI at /docs, and schemathesis: every operation, positive and
+negative examples, no 5xx and every response as documented (issue: the API contract)."""
+
+import re
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.generation import GenerationMode
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance, response_headers_conformance, response_schema_conformance, status_code_conformance,
+)
+
+from conftest import SECRET
+
+EXAMPLES_PER_OPERATION = 40
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+          response_headers_conformance]
+
+
+@pytest.fixture
+def api_schema(app):
+    schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
+    schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+                                    max_examples=EXAMPLES_PER_OPERATION)
+    return schema
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+@settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, suppress_health_check=list(HealthCheck))
+def test_every_operation_answers_as_documented(case):
+    case.call_and_validate(headers={"X-API-Key": SECRET}, checks=CHECKS)
+
+
+def test_the_document_covers_every_route_status_and_auth_header(client, app):
+    document = client.get("/openapi.json").get_json()
+    assert document["openapi"] == "3.1.0"
+    documented = {(path, method.upper()) for path, ops in document["paths"].items() for method in ops}
+    served = {(rule.rule, method) for rule in app.url_map.iter_rules() for method in rule.methods - {"HEAD", "OPTIONS"}
+              if not rule.rule.startswith(("/docs", "/openapi.json", "/ws"))}
+    assert served == documented
+    schemes = document["components"]["securitySchemes"]
+    assert {(s["type"], s.get("scheme"), s.get("name")) for s in schemes.values()} == {
+        ("http", "bearer", None), ("apiKey", None, "X-API-Key"), ("apiKey", None, "X-Access-Key")}
+    push = document["paths"]["/api/leads"]["post"]
+    assert set(push["responses"]) == {"201", "400", "401", "413", "500"}
+    assert set(document["paths"]["/api/send-callback-request"]["post"]["responses"]) >= {"200", "404", "409", "429"}
+    assert set(document["paths"]["/api/pending-callbacks"]["post"]["responses"]) >= {"200", "202", "404", "429"}
+    assert "Retry-After" in document["paths"]["/api/pending-dispositions"]["post"]["responses"]["429"]["headers"]
+    assert document["paths"]["/healthz"]["get"]["security"] == []
+    assert push["requestBody"]["content"]["application/json"]["examples"]["one lead"]["value"]["oli_id"]
+
+
+def test_docs_render_from_local_assets(client):
+    page = client.get("/docs/")
+    assert page.status_code == 200 and b"swagger-ui" in page.data
+    html = page.get_data(as_text=True)
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert assets and not [a for a in assets if a.startswith(("http:", "https:", "//"))], "no CDN"
+    for asset in assets:
+        response = client.get(asset)
+        assert response.status_code == 200 and len(response.data) > 100, asset
+    assert '"url": "/openapi.json"' in html
+    assert b"SwaggerUIBundle" in client.get("/docs/swagger-ui-bundle.js").data
