@@ -22,7 +22,7 @@ db-upgrade: install
 	$(DEVDB) exec $(BIN)/dialerapi db upgrade
 
 run: db-upgrade
-	$(DEVDB) exec $(BIN)/gunicorn wsgi:app
+	$(DEVDB) exec $(BIN)/gunicorn -c deploy/gunicorn.conf.py wsgi:app
 
 test: install
 	$(DEVDB) exec $(BIN)/pytest $(PYTEST_ARGS)

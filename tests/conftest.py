@@ -4,6 +4,7 @@ emptied and re-seeded before each test, the app built with a test config, and a 
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -171,7 +172,7 @@ def start_gunicorn(database_url, log, workers=2, **settings):
     }
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [str(Path(sys.executable).with_name("gunicorn")), "wsgi:app"],
+            [str(Path(sys.executable).with_name("gunicorn")), "-c", "deploy/gunicorn.conf.py", "wsgi:app"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     server = LiveServer(f"http://127.0.0.1:{port}", process, log)
@@ -235,3 +236,31 @@ def open_missed_activity(sql):
         return sql.one("SELECT * FROM sales_missed_activities WHERE id = LAST_INSERT_ID()")
 
     return insert
+
+
+def ensure_program(program, package):
+    """Path of `program`, installing Debian's `package` with apt-get first when it is missing.
+
+    The install runs under a temporary policy-rc.d, so Debian does not start the package's own
+    system service (the tests start private instances of their own).
+    """
+    found = shutil.which(program) or next((p for p in (f"/usr/sbin/{program}", f"/usr/bin/{program}")
+                                           if os.path.exists(p)), None)
+    if found:
+        return found
+    if os.geteuid() != 0:
+        pytest.fail(f"{program} is missing and installing {package} needs root: apt-get install {package}")
+    policy = Path("/usr/sbin/policy-rc.d")
+    created = not policy.exists()
+    if created:
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
+    try:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", package], check=True, env=env,
+                       capture_output=True)
+    finally:
+        if created:
+            policy.unlink()
+    return shutil.which(program) or f"/usr/sbin/{program}"

@@ -1,15 +1,13 @@
 """Rate limits: lead-intake-api.md "Limits"; decisions.md D3 (429 body, Retry-After) and D5 (one
 counter shared by the three CRM action endpoints, client IP, TRUSTED_PROXY_COUNT)."""
 
-import os
-import shutil
 import subprocess
 import time
 
 import pytest
 import requests
 
-from conftest import SECRET, free_port, make_app, start_gunicorn
+from conftest import SECRET, ensure_program, free_port, make_app, start_gunicorn
 
 ENDPOINTS = (
     ("/api/send-callback-request", {"oliId": "ghost", "scheduledAt": "2026-11-22 10:00"}),
@@ -64,26 +62,12 @@ def test_trusted_proxy_count_takes_the_client_from_x_forwarded_for(database_url,
 
 # --- one counter across processes (Redis) ---------------------------------------------------------
 
-def ensure_redis_server():
-    """redis-server from Debian's packages, installed with apt-get when missing (as MariaDB is)."""
-    found = shutil.which("redis-server") or (os.path.exists("/usr/bin/redis-server") and "/usr/bin/redis-server")
-    if found:
-        return found
-    if os.geteuid() != 0:
-        pytest.fail("redis-server is not installed and installing it needs root: apt-get install redis-server")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "redis-server"], check=True, env=env,
-                   capture_output=True)
-    return shutil.which("redis-server") or "/usr/bin/redis-server"
-
-
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
     port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
-        [ensure_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        [ensure_program("redis-server", "redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(workdir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

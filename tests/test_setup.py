@@ -105,7 +105,8 @@ def run(args, env_overrides, cwd=ROOT, timeout=60):
 
 
 def test_gunicorn_refuses_to_start_without_a_secret(database_url):
-    result = run([GUNICORN, "--bind", "127.0.0.1:0", "wsgi:app"], {"DATABASE_URL": database_url, "WS_SECRET": ""})
+    result = run([GUNICORN, "-c", "deploy/gunicorn.conf.py", "--bind", "127.0.0.1:0", "wsgi:app"],
+                 {"DATABASE_URL": database_url, "WS_SECRET": ""})
     assert result.returncode != 0
     assert "dialerapi: WS_SECRET is required" in result.stderr
     assert "Traceback" not in result.stderr
@@ -207,3 +208,30 @@ def test_oli_id_is_case_sensitive(client, auth, sql):
         body = {"oli_id": oli_id, "phone_number": "9876543210", "client_name": "A", "form_type": "f", "priority_id": 2}
         assert client.post("/api/leads", json=body, headers=auth).get_json()["leads"][0]["status"] == "inserted"
     assert sql.one("SELECT COUNT(*) AS n FROM sales_master")["n"] == 2
+
+
+def test_every_operator_command_has_a_useful_help():
+    import click
+
+    from dialerapi.cli import main
+
+    ours = {"db", "settle", "sweep", "call-connected", "agents", "claim", "bridge", "simulate"}
+    assert ours <= set(main.commands)
+
+    def walk(command, path):
+        yield path, command
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                yield from walk(sub, [*path, name])
+
+    checked = 0
+    for path, command in walk(main, []):
+        if path and path[0] not in ours:
+            continue  # Flask's own run / shell / routes
+        text = command.help or ""
+        assert len(text.split()) >= 5, f"`dialerapi {' '.join(path)} --help` says too little: {text!r}"
+        for param in command.params:
+            if isinstance(param, click.Option) and param.name != "help" and not param.is_flag:
+                assert param.help or param.show_default, f"{' '.join(path)} {param.opts} has no help"
+        checked += 1
+    assert checked >= 15
