@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DEVDB := scripts/devdb.sh
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench db-upgrade db-start db-stop clean
+.PHONY: install run test faults bench db-upgrade db-start db-stop clean
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ run: db-upgrade
 
 test: install
 	$(DEVDB) exec $(BIN)/pytest $(PYTEST_ARGS)
+
+faults: install
+	$(DEVDB) exec $(BIN)/pytest -m faults tests/faults $(PYTEST_ARGS)
 
 bench: install
 	$(DEVDB) exec $(BIN)/python bench/claim_bench.py

@@ -125,9 +125,10 @@ def refresh_blocking(conn, now):
 
     Returns {agent_id: blocked} for the agents whose flag changed; their events are queued.
     """
-    changed = {row["id"]: bool(row["blocked"]) for row in queries.agents_whose_block_changed(conn, now=now)}
-    for agent_id, blocked in changed.items():
-        queries.set_outbound_blocked(conn, agent_id=agent_id, blocked=blocked)
+    changed = {}
+    for row in queries.agents_whose_block_changed(conn, now=now):
+        if queries.set_outbound_blocked(conn, agent_id=row["id"], blocked=bool(row["blocked"])):
+            changed[row["id"]] = bool(row["blocked"])
     notify(conn, list(changed), now)
     return changed
 

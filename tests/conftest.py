@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import timezone
 from pathlib import Path
@@ -264,3 +265,21 @@ def ensure_program(program, package):
         if created:
             policy.unlink()
     return shutil.which(program) or f"/usr/sbin/{program}"
+
+
+@pytest.fixture
+def own_mariadb():
+    """A MariaDB of this test's own (scripts/devdb.sh in a short temporary directory), to stop and restart."""
+    directory = tempfile.mkdtemp(prefix="dh", dir="/tmp")
+    env = {**os.environ, "DEVDB_DIR": directory, "DEVDB_PORT": str(free_port()), "DEVDB_NAME": "dialer"}
+
+    def devdb(command):
+        return subprocess.run([str(ROOT / "scripts" / "devdb.sh"), command], env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    devdb("start")
+    url = devdb("url")
+    migrate.upgrade(url)
+    yield url, devdb
+    devdb("stop")
+    shutil.rmtree(directory, ignore_errors=True)

@@ -1,19 +1,15 @@
 """Health (decisions.md D8): the AMI check against a fake AMI on loopback, GET /health and
 /api/health (200 / 503 and their fields), and /healthz while the database is stopped or hung."""
 
-import os
-import shutil
 import socket
-import subprocess
-import tempfile
 import threading
 import time
 from datetime import datetime
 
 import pytest
 
-from conftest import ROOT, SECRET, free_port, make_app
-from dialerapi import ami, health, migrate
+from conftest import SECRET, make_app
+from dialerapi import ami, health
 from fake_ami import FakeAmi, closed_port
 
 AMI_SECRET = "ami-secret-not-for-bodies"
@@ -140,24 +136,6 @@ def test_detailed_health_needs_the_secret(client):
 
 
 # --- a database that stops, and one that hangs -------------------------------------------------------
-
-@pytest.fixture
-def own_mariadb():
-    """A MariaDB of this test's own (scripts/devdb.sh in a short temporary directory), to stop and restart."""
-    directory = tempfile.mkdtemp(prefix="dh", dir="/tmp")
-    env = {**os.environ, "DEVDB_DIR": directory, "DEVDB_PORT": str(free_port()), "DEVDB_NAME": "dialer"}
-
-    def devdb(command):
-        return subprocess.run([str(ROOT / "scripts" / "devdb.sh"), command], env=env, check=True,
-                              capture_output=True, text=True).stdout.strip()
-
-    devdb("start")
-    url = devdb("url")
-    migrate.upgrade(url)
-    yield url, devdb
-    devdb("stop")
-    shutil.rmtree(directory, ignore_errors=True)
-
 
 def test_health_with_the_database_stopped_and_restarted(own_mariadb, auth):
     url, devdb = own_mariadb

@@ -57,17 +57,19 @@ SELECT EXISTS (
 SELECT DISTINCT agent_id FROM sales_missed_activities WHERE oli_id = :oli_id AND cleared_at IS NULL;
 
 -- name: agents_whose_block_changed(now)
--- Agents whose outbound_blocked flag disagrees with "has an uncleared overdue activity".
+-- Agents whose outbound_blocked flag disagrees with "has an uncleared overdue activity". A plain
+-- read: locking it would lock the missed activities its subquery reads, which deadlocks with settle.
 SELECT a.id, NOT a.outbound_blocked AS blocked
 FROM sales_agents AS a
 WHERE a.outbound_blocked <> EXISTS (
   SELECT 1 FROM sales_missed_activities AS m
   WHERE m.agent_id = a.id AND m.cleared_at IS NULL AND m.due_at IS NOT NULL AND m.due_at < :now
 )
-FOR UPDATE;
+ORDER BY a.id;
 
 -- name: set_outbound_blocked(agent_id, blocked)!
-UPDATE sales_agents SET outbound_blocked = :blocked WHERE id = :agent_id;
+-- Changes the flag only if it is not already so: the row count says whether this transaction did it.
+UPDATE sales_agents SET outbound_blocked = :blocked WHERE id = :agent_id AND outbound_blocked <> :blocked;
 
 -- name: set_pause(agent_id, pause_code, reason_note)!
 UPDATE sales_agents SET pause_code = :pause_code, reason_note = :reason_note WHERE id = :agent_id;

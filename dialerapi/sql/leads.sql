@@ -3,8 +3,10 @@
 
 -- name: lock_leads(oli_ids)
 -- Lock the rows of these oli_ids in oli_id order, so that overlapping batches lock in one order.
+-- The index is forced: on a small table the optimiser prefers a full scan, which locks rows in
+-- primary-key order and waits on every row other transactions hold.
 SELECT id, oli_id, data_id, dial_status, isReserved
-FROM sales_master
+FROM sales_master FORCE INDEX (uq_sales_master_oli_id)
 WHERE oli_id IN :oli_ids
 ORDER BY oli_id
 FOR UPDATE;

@@ -1,0 +1,1 @@
+ALTER TABLE sales_missed_activities DROP KEY ix_sales_missed_activities_lead;
