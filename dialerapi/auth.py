@@ -1,7 +1,8 @@
 """Shared-secret authentication (lead-intake-api.md, "Authentication"; decisions.md D3).
 
 Every request needs WS_SECRET in `Authorization: Bearer <key>`, `X-API-Key` or `X-Access-Key`,
-except views marked `@public`. The check runs before the request is dispatched, so a request to
+except views marked `@public`. A header sent twice reaches the app joined by a comma (WSGI), which
+matches no key: an ambiguous request is refused. The check runs before the request is dispatched, so a request to
 a protected or unknown path is 401 before it can be 404 or 405.
 """
 

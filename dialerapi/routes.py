@@ -35,7 +35,8 @@ def json_body():
     if request.content_length is None and len(data) >= current_app.config["MAX_CONTENT_LENGTH"]:
         raise RequestEntityTooLarge()
     try:
-        return json.loads(data)
+        # Strict UTF-8 (RFC 8259): json.loads on bytes would let CESU-encoded lone surrogates through.
+        return json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):
         raise ApiError(400, "invalid_json") from None
 

@@ -46,9 +46,20 @@ class StrictInteger(fields.Integer):
 
 
 class Text(fields.String):
-    """A JSON string; lengths are counted in characters (D4)."""
+    """A JSON string of valid Unicode text; lengths are counted in characters (D4).
 
-    default_error_messages = {"invalid": "must be a string"}
+    A lone surrogate (`"\\ud800"` in JSON) is refused: it cannot be stored as utf8mb4.
+    """
+
+    default_error_messages = {"invalid": "must be a string", "invalid_utf8": "must be valid Unicode text"}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.make_error("invalid_utf8") from None
+        return text
 
 
 class PhoneNumber(fields.Field):

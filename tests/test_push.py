@@ -1,6 +1,7 @@
 """POST /api/leads and /api/master: lead-intake-api.md "Lead (master row)", the push rows of
 "States and transitions", "Dial-state reset", the endpoint's Rules, and decisions.md D2-D4."""
 
+import json
 import uuid
 from datetime import datetime, timezone
 
@@ -344,3 +345,12 @@ def test_times_are_wall_clock_in_db_timezone(database_url, sql, auth, frozen_clo
     assert sql.lead("TZ2")["callback_scheduled_at"] == datetime(2026, 11, 25, 15, 30)
     client.post("/api/leads", json=lead("TZ3", priority_id=1, callback_scheduled_at="2026-11-25 10:00"), headers=auth)
     assert sql.lead("TZ3")["callback_scheduled_at"] == datetime(2026, 11, 25, 10, 0)
+
+
+@pytest.mark.parametrize("field", ["oli_id", "client_name", "form_type"])
+def test_lone_surrogates_are_refused_not_stored(client, auth, sql, field):
+    body = json.dumps(lead("SUR-1")).replace(f'"{field}": "', f'"{field}": "\\ud800', 1)
+    response = client.post("/api/leads", data=body, headers=auth)
+    assert response.status_code == 400
+    assert {d["field"] for d in response.get_json()["details"]} == {field}
+    assert sql("SELECT * FROM sales_master") == []
