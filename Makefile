@@ -31,6 +31,7 @@ faults: install
 	$(DEVDB) exec $(BIN)/pytest -m faults tests/faults $(PYTEST_ARGS)
 
 bench: install
+	$(DEVDB) exec $(BIN)/python bench/service_bench.py
 	$(DEVDB) exec $(BIN)/python bench/claim_bench.py
 
 db-start:
