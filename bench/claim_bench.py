@@ -16,12 +16,12 @@ import os
 import platform
 import random
 import statistics
-import sys
 import time
 from datetime import datetime
-from urllib.parse import urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
 
-from dialerapi import claims, clock, migrate
+from common import bench_database
+from dialerapi import claims, clock
 from dialerapi.db import Database, connect
 
 LEADS = int(os.environ.get("BENCH_LEADS", 1_000_000))
@@ -47,17 +47,8 @@ FROM seq_1_to_{leads}
 """
 
 
-def bench_url(server_url):
-    return urlunsplit(urlsplit(server_url)._replace(path=f"/{DB_NAME}"))
-
-
-def prepare(server_url, now):
-    admin = connect(server_url)
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DB_NAME}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
-    admin.close()
-    url = bench_url(server_url)
-    migrate.upgrade(url)
+def prepare(now):
+    url = bench_database(DB_NAME)
     conn = connect(url, io_timeout=600)
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) AS n FROM sales_master")
@@ -86,11 +77,8 @@ def percentile(values, fraction):
 
 
 def main():
-    server_url = os.environ.get("DATABASE_URL")
-    if not server_url:
-        sys.exit("DATABASE_URL is not set: run `make bench`")
-    now = clock.now(__import__("zoneinfo").ZoneInfo("UTC"))
-    db = Database(prepare(server_url, now), pool_size=2)
+    now = clock.now(ZoneInfo("UTC"))
+    db = Database(prepare(now), pool_size=2)
     rng = random.Random(7)
     claim_ms, reference_ms, empty = [], [], 0
 

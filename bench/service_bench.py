@@ -29,11 +29,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
+from common import bench_database
 
-from dialerapi import migrate
 from dialerapi.db import connect, queries
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,10 +44,6 @@ CLIENTS = 16
 RATE = 200
 RATE_SECONDS = 10
 ROUNDS = 2
-
-
-def bench_url(server_url):
-    return urlunsplit(urlsplit(server_url)._replace(path=f"/{DB_NAME}"))
 
 
 def leads(n_from, n_to, tag):
@@ -160,15 +155,7 @@ def worker_rss_mb(master_pid):
 
 
 def main():
-    server_url = os.environ.get("DATABASE_URL")
-    if not server_url:
-        sys.exit("DATABASE_URL is not set: run `make bench`")
-    admin = connect(server_url)
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DB_NAME}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
-    admin.close()
-    url = bench_url(server_url)
-    migrate.upgrade(url)
+    url = bench_database(DB_NAME)
 
     port = 18000 + os.getpid() % 1000
     env = {**os.environ, "DATABASE_URL": url, "WS_SECRET": SECRET, "JOBS_ENABLED": "false", "TRUSTED_PROXY_COUNT": "1",
