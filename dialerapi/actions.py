@@ -44,8 +44,8 @@ def submit_action(conn, action, now):
     In one transaction (D5): lock the lead; supersede its older pending rows (latest wins); store
     the row, `applied` with the change made now when the lead is not live, `pending` (held until
     settle or the sweep) when it is; clear every open missed activity of the oli_id (cleared_by
-    callback or disposition), unblock those agents and queue their events. `action` carries oli_id, action, scheduled_at or reason, and the
-    optional audit fields. Returns the stored row as a dict with its `id` and `status`. Raises
+    callback or disposition), unblock those agents and queue their events. `action` carries
+    oli_id, action, scheduled_at or reason, and the optional audit fields. Returns the stored row as a dict with its `id` and `status`. Raises
     dialstate.UnknownLead.
     """
     row = dialstate.lock_lead(conn, action["oli_id"])

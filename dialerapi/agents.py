@@ -114,19 +114,25 @@ def clear_for_lead(conn, oli_id, cleared_by, now):
     Returns the agent ids whose list changed; their events are queued.
     """
     agent_ids = [row["agent_id"] for row in queries.agents_with_open_activities(conn, oli_id=oli_id)]
+    if not agent_ids:
+        return []
     queries.clear_missed_activities(conn, oli_id=oli_id, cleared_at=now, cleared_by=cleared_by)
-    unblocked = refresh_blocking(conn, now)
+    unblocked = refresh_blocking(conn, now, agent_ids)
     notify(conn, set(agent_ids) - set(unblocked), now)
     return agent_ids
 
 
-def refresh_blocking(conn, now):
+def refresh_blocking(conn, now, agent_ids=None):
     """Make sales_agents.outbound_blocked equal "has an uncleared overdue activity" (D7).
 
-    Returns {agent_id: blocked} for the agents whose flag changed; their events are queued.
+    For every agent (the blocking job), or only `agent_ids` (a CRM action that cleared their
+    activities). Returns {agent_id: blocked} for the agents whose flag changed; their events are queued.
     """
     changed = {}
-    for row in queries.agents_whose_block_changed(conn, now=now):
+    rows = queries.agents_whose_block_changed(
+        conn, now=now, all_agents=agent_ids is None, agent_ids=tuple(agent_ids or ()) or (0,)
+    )
+    for row in rows:
         if queries.set_outbound_blocked(conn, agent_id=row["id"], blocked=bool(row["blocked"])):
             changed[row["id"]] = bool(row["blocked"])
     notify(conn, list(changed), now)

@@ -264,3 +264,21 @@ def test_outbox_rows_older_than_an_hour_are_pruned_once_per_tick(app, sql):
     assert jobs.prune_tick(app) == 1
     assert [r["agent_id"] for r in sql("SELECT agent_id FROM dialerapi_outbox")] == [502]
     assert jobs.prune_tick(app) is None
+
+
+def test_a_crm_action_re_evaluates_only_the_agents_it_cleared(app, agent, new_lead, open_missed_activity, client,
+                                                              auth, sql):
+    agent(501, "4501")
+    agent(502, "4502")
+    new_lead("A")
+    new_lead("B")
+    open_missed_activity("A", agent_id=501, ended_at="2026-11-21 09:00:00", due_at="2026-11-21 09:10:00")
+    refresh(app)
+    # 502 falls overdue after the job's last run: the job, not this CRM action, flags them.
+    open_missed_activity("B", agent_id=502, ended_at="2026-11-21 09:00:00", due_at="2026-11-21 09:10:00")
+    sql("DELETE FROM dialerapi_outbox")
+    client.post("/api/pending-dispositions", json={"oliId": "A", "reason": "DND"}, headers=auth)
+    flags = {r["id"]: r["outbound_blocked"] for r in sql("SELECT id, outbound_blocked FROM sales_agents")}
+    assert flags == {501: 0, 502: 0}
+    assert outbox(sql) == [501], "only the cleared agent was re-evaluated"
+    assert refresh(app) == {502: True}

@@ -56,12 +56,14 @@ SELECT EXISTS (
 -- name: agents_with_open_activities(oli_id)
 SELECT DISTINCT agent_id FROM sales_missed_activities WHERE oli_id = :oli_id AND cleared_at IS NULL;
 
--- name: agents_whose_block_changed(now)
--- Agents whose outbound_blocked flag disagrees with "has an uncleared overdue activity". A plain
--- read: locking it would lock the missed activities its subquery reads, which deadlocks with settle.
+-- name: agents_whose_block_changed(now, all_agents, agent_ids)
+-- Agents (all, or those of agent_ids) whose outbound_blocked flag disagrees with "has an uncleared
+-- overdue activity". A plain read: locking it would lock the missed activities its subquery reads,
+-- which deadlocks with settle.
 SELECT a.id, NOT a.outbound_blocked AS blocked
 FROM sales_agents AS a
-WHERE a.outbound_blocked <> EXISTS (
+WHERE (:all_agents OR a.id IN :agent_ids)
+  AND a.outbound_blocked <> EXISTS (
   SELECT 1 FROM sales_missed_activities AS m
   WHERE m.agent_id = a.id AND m.cleared_at IS NULL AND m.due_at IS NOT NULL AND m.due_at < :now
 )
