@@ -1,13 +1,17 @@
 # dialerapi: `make run` serves the API on 127.0.0.1:8000; `make test` runs the test suite.
-# Without DATABASE_URL (environment or .env) both use a private MariaDB under ./var/mariadb.
+# Without DATABASE_URL (environment or .env) both use a private MariaDB under ./var/mariadb:
+# `make run` leaves it running (`make db-stop` stops it); `make test`, `make faults` and `make bench`
+# stop it again when they started it. `make test-clock` runs the suite with the clock moved, on
+# private MariaDB instances of its own.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEVDB := scripts/devdb.sh
 PYTEST_ARGS ?=
+CLOCK_ARGS ?=
 
-.PHONY: install run test faults bench db-upgrade db-start db-stop clean
+.PHONY: install run test test-clock faults bench db-upgrade db-start db-stop clean
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,14 +29,16 @@ run: db-upgrade
 	$(DEVDB) exec $(BIN)/gunicorn -c deploy/gunicorn.conf.py wsgi:app
 
 test: install
-	$(DEVDB) exec $(BIN)/pytest $(PYTEST_ARGS)
+	$(DEVDB) with $(BIN)/pytest $(PYTEST_ARGS)
+
+test-clock: install
+	$(BIN)/python tests/clock_matrix.py $(CLOCK_ARGS)
 
 faults: install
-	$(DEVDB) exec $(BIN)/pytest -m faults tests/faults $(PYTEST_ARGS)
+	$(DEVDB) with $(BIN)/pytest -m faults tests/faults $(PYTEST_ARGS)
 
 bench: install
-	$(DEVDB) exec $(BIN)/python bench/service_bench.py
-	$(DEVDB) exec $(BIN)/python bench/claim_bench.py
+	$(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/claim_bench.py'
 
 db-start:
 	$(DEVDB) start

@@ -9,7 +9,7 @@ transaction per oli_id.
 
 from datetime import timedelta
 
-from . import agents, dialstate
+from . import agents, clock, dialstate
 from .clock import format_wall_clock
 from .db import queries
 
@@ -38,15 +38,15 @@ def request_callback(conn, oli_id, scheduled_at, now):
     }
 
 
-def submit_action(conn, action, now):
+def submit_action(conn, action, now, tz):
     """Store a CRM callback (`action="callback"`, scheduled_at) or disposition (`action="dispose"`, reason).
 
     In one transaction (D5): lock the lead; supersede its older pending rows (latest wins); store
     the row, `applied` with the change made now when the lead is not live, `pending` (held until
     settle or the sweep) when it is; clear every open missed activity of the oli_id (cleared_by
     callback or disposition), unblock those agents and queue their events. `action` carries
-    oli_id, action, scheduled_at or reason, and the optional audit fields. Returns the stored row as a dict with its `id` and `status`. Raises
-    dialstate.UnknownLead.
+    oli_id, action, scheduled_at or reason, and the optional audit fields; `now` is wall-clock in
+    `tz`. Returns the stored row as a dict with its `id` and `status`. Raises dialstate.UnknownLead.
     """
     row = dialstate.lock_lead(conn, action["oli_id"])
     live = dialstate.is_live(row)
@@ -60,7 +60,7 @@ def submit_action(conn, action, now):
     stored["id"] = queries.last_insert_id(conn)
     if not live:
         dialstate.apply_action(conn, row, stored, now, dialstate.load_config(conn))
-    agents.clear_for_lead(conn, action["oli_id"], CLEARED_BY[action["action"]], now)
+    agents.clear_for_lead(conn, action["oli_id"], CLEARED_BY[action["action"]], now, tz)
     return stored
 
 
@@ -80,14 +80,16 @@ def apply_held(conn, oli_id, now):
     return "applied"
 
 
-def sweep(db, now):
+def sweep(db, now, tz):
     """Apply pending rows older than 30 s whose lead is not live; fail those whose oli_id is gone (D6).
 
     Catches leads that an engine settled without calling settle. One transaction per oli_id, at
-    most SWEEP_BATCH oli_ids per call. Returns counts {"applied": n, "live": n, "failed": n}.
+    most SWEEP_BATCH oli_ids per call; `now` is wall-clock in `tz`. Returns counts
+    {"applied": n, "live": n, "failed": n}.
     """
+    cutoff = clock.after(now, -SWEEP_MIN_AGE, tz)
     due = db.run(lambda conn: [r["oli_id"] for r in queries.due_pending_oli_ids(
-        conn, cutoff=now - SWEEP_MIN_AGE, max_rows=SWEEP_BATCH)])
+        conn, cutoff=cutoff, max_rows=SWEEP_BATCH)])
     counts = {"applied": 0, "live": 0, "failed": 0}
     for oli_id in due:
         counts[db.run(apply_held, oli_id, now)] += 1

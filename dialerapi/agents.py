@@ -2,15 +2,16 @@
 
 lead-intake-api.md "Missed activity", "Claim and retry rules" 6 and GET /api/missed-activities;
 decisions.md D1, D7 and D9. Functions take the connection first and run in the caller's
-transaction. Times are naive wall-clock DB_TIMEZONE datetimes, except in the HTTP item shape,
-which gives ISO 8601 UTC (D2).
+transaction. Times are naive wall-clock DB_TIMEZONE datetimes (`tz` is that zone), except in the
+HTTP item shape, which gives ISO 8601 UTC (D2): a missed activity keeps the exact UTC instants of
+its times beside them (`*_utc` columns), because a wall-clock time cannot say which 01:30 of a
+fall-back night it was.
 """
 
 import re
 
-from . import catalog, dialstate
+from . import catalog, clock, dialstate
 from .events import notify
-from .clock import format_utc
 from .db import queries
 
 MAX_ITEMS = 100
@@ -91,24 +92,24 @@ def list_agents(conn):
     ]
 
 
-def open_missed_activity(conn, oli_id, agent_id, now, call_type="outbound"):
+def open_missed_activity(conn, oli_id, agent_id, now, tz, call_type="outbound"):
     """A bridged outgoing or redial call connected: open a missed activity for the agent and lead.
 
-    ended_at and due_at stay NULL while the call is live; settle sets them. Returns the new row's
-    id. Raises dialstate.UnknownLead, UnknownAgent.
+    connected_at is `now` (wall-clock in `tz`); ended_at and due_at stay NULL while the call is
+    live, and settle sets them. Returns the new row's id. Raises dialstate.UnknownLead, UnknownAgent.
     """
     lead = dialstate.lock_lead(conn, oli_id)
     agent = find_agent(conn, agent_id=agent_id)
     queries.insert_missed_activity(
         conn, agent_id=agent_id, lead_id=lead["id"], oli_id=oli_id, call_type=call_type,
-        extension=agent["extension"], connected_at=now,
+        extension=agent["extension"], connected_at=now, connected_at_utc=clock.to_utc(now, tz),
     )
     activity_id = queries.last_insert_id(conn)
     notify(conn, [agent_id], now)
     return activity_id
 
 
-def clear_for_lead(conn, oli_id, cleared_by, now):
+def clear_for_lead(conn, oli_id, cleared_by, now, tz):
     """Clear every open missed activity of `oli_id` (any agent) and unblock those agents at once (D7).
 
     Returns the agent ids whose list changed; their events are queued.
@@ -117,20 +118,22 @@ def clear_for_lead(conn, oli_id, cleared_by, now):
     if not agent_ids:
         return []
     queries.clear_missed_activities(conn, oli_id=oli_id, cleared_at=now, cleared_by=cleared_by)
-    unblocked = refresh_blocking(conn, now, agent_ids)
+    unblocked = refresh_blocking(conn, now, tz, agent_ids)
     notify(conn, set(agent_ids) - set(unblocked), now)
     return agent_ids
 
 
-def refresh_blocking(conn, now, agent_ids=None):
+def refresh_blocking(conn, now, tz, agent_ids=None):
     """Make sales_agents.outbound_blocked equal "has an uncleared overdue activity" (D7).
 
     For every agent (the blocking job), or only `agent_ids` (a CRM action that cleared their
-    activities). Returns {agent_id: blocked} for the agents whose flag changed; their events are queued.
+    activities). `now` is wall-clock in `tz`; overdue compares exact instants. Returns
+    {agent_id: blocked} for the agents whose flag changed; their events are queued.
     """
     changed = {}
     rows = queries.agents_whose_block_changed(
-        conn, now=now, all_agents=agent_ids is None, agent_ids=tuple(agent_ids or ()) or (0,)
+        conn, now=now, now_utc=clock.to_utc(now, tz), all_agents=agent_ids is None,
+        agent_ids=tuple(agent_ids or ()) or (0,),
     )
     for row in rows:
         if queries.set_outbound_blocked(conn, agent_id=row["id"], blocked=bool(row["blocked"])):
@@ -148,22 +151,29 @@ def missed_activities(conn, now, tz, grace_minutes, *, agent_id=None, extension=
     uncleared activity is overdue. Raises UnknownAgent / UnknownExtension.
     """
     agent = find_agent(conn, agent_id=agent_id, extension=extension)
-    items = [
-        {
+    now_utc = clock.to_utc(now, tz)
+    items = []
+    for row in queries.open_missed_activities(conn, agent_id=agent["id"], max_items=MAX_ITEMS):
+        connected_at, ended_at, due_at = (_utc(row, column, tz) for column in ("connected_at", "ended_at", "due_at"))
+        items.append({
             "id": row["id"], "oli_id": row["oli_id"], "lead_id": row["lead_id"], "call_type": row["call_type"],
-            "extension": row["extension"], "connected_at": format_utc(row["connected_at"], tz),
-            "ended_at": format_utc(row["ended_at"], tz), "due_at": format_utc(row["due_at"], tz),
-            "overdue": row["due_at"] is not None and now > row["due_at"],
-        }
-        for row in queries.open_missed_activities(conn, agent_id=agent["id"], max_items=MAX_ITEMS)
-    ]
+            "extension": row["extension"], "connected_at": clock.format_utc(connected_at),
+            "ended_at": clock.format_utc(ended_at), "due_at": clock.format_utc(due_at),
+            "overdue": due_at is not None and now_utc > due_at,
+        })
     return {
         "ok": True,
         "agent_id": agent["id"],
-        "blocked": bool(queries.agent_has_overdue(conn, agent_id=agent["id"], now=now)),
+        "blocked": bool(queries.agent_has_overdue(conn, agent_id=agent["id"], now=now, now_utc=now_utc)),
         "grace_minutes": grace_minutes,
         "items": items,
     }
+
+
+def _utc(row, column, tz):
+    """A missed-activity time as naive UTC: its exact `*_utc` column, else its wall-clock column read in `tz`."""
+    exact = row[f"{column}_utc"]
+    return exact if exact is not None else clock.to_utc(row[column], tz)
 
 
 def pause(conn, agent_id, code, note=None):

@@ -65,6 +65,11 @@ def db_pending():
     click.echo("\n".join(names) if names else "schema is up to date")
 
 
+def _now():
+    """The service clock's wall-clock reading in DB_TIMEZONE (decisions.md D2)."""
+    return clock.now(current_app.config["DB_TIMEZONE"])
+
+
 def _echo_json(value):
     click.echo(json.dumps(value, default=_json_default, ensure_ascii=False, indent=2))
 
@@ -95,7 +100,7 @@ def settle(oli_id, outcome, agent_id, call_type, hangup_by, hangup_cause, starte
     config = current_app.config
     try:
         result = get_db().run(
-            dialstate.settle, oli_id, outcome, clock.now(config["DB_TIMEZONE"]),
+            dialstate.settle, oli_id, outcome, _now(), tz=config["DB_TIMEZONE"],
             grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"], release_retry_ms=config["RELEASE_RETRY_MS"],
             agent_id=agent_id, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
             started_at=started_at,
@@ -118,7 +123,7 @@ def sweep():
     Rows older than 30 s are applied; rows whose oli_id no longer exists become failed. Prints the
     counts as JSON.
     """
-    _echo_json(actions.sweep(get_db(), clock.now(current_app.config["DB_TIMEZONE"])))
+    _echo_json(actions.sweep(get_db(), _now(), current_app.config["DB_TIMEZONE"]))
 
 
 @main.command("call-connected")
@@ -132,9 +137,9 @@ def call_connected(oli_id, agent_id, call_type):
     if no CRM callback or disposition arrives within MISSED_ACTIVITY_GRACE_MINUTES after that,
     the agent's outbound is paused. Prints the activity id.
     """
-    now = clock.now(current_app.config["DB_TIMEZONE"])
     try:
-        activity_id = get_db().run(agents.open_missed_activity, oli_id, agent_id, now, call_type)
+        activity_id = get_db().run(agents.open_missed_activity, oli_id, agent_id, _now(),
+                                   current_app.config["DB_TIMEZONE"], call_type)
     except dialstate.UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
     except agents.UnknownAgent:
@@ -247,10 +252,6 @@ def agents_import(csv_file):
     click.echo(f"imported {len(rows)} agent(s)")
 
 
-def _now():
-    return clock.now(current_app.config["DB_TIMEZONE"])
-
-
 @main.command()
 @click.option("--agent-id", type=int, help="Claim for this agent (progressive, or a named lead).")
 @click.option("--oli-id", help="Claim this lead for a redial or an inbound call (with --agent-id).")
@@ -303,7 +304,8 @@ def bridge(oli_id):
               help="The agent is in wrap-up for this many seconds from now (0: not in wrap-up).")
 def agents_state(agent_id, panel_active, ami_idle, wrapup_seconds):
     """Record what the engine knows of AGENT_ID: panel, AMI state and wrap-up (used by the claim)."""
-    wrapup_until = _now() + timedelta(seconds=wrapup_seconds) if wrapup_seconds > 0 else None
+    tz = current_app.config["DB_TIMEZONE"]
+    wrapup_until = clock.after(_now(), timedelta(seconds=wrapup_seconds), tz) if wrapup_seconds > 0 else None
     get_db().run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
                  wrapup_until=wrapup_until)
     click.echo(f"agent {agent_id}: state recorded")

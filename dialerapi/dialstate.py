@@ -5,7 +5,8 @@ decisions.md D6. This module is the one implementation of "is this lead live", o
 reset, of the hangup transitions, of settle and of applying a held CRM action. Functions that
 touch the database take the connection first and never commit.
 
-All datetimes are naive wall-clock values in DB_TIMEZONE (decisions.md D2).
+All datetimes are naive wall-clock values in DB_TIMEZONE (decisions.md D2); `tz` is that zone (a
+ZoneInfo). Elapsed-time arithmetic and daylight saving follow the rules of `clock`.
 """
 
 import math
@@ -13,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
+from . import clock
 from .db import queries
 from .events import notify
 
@@ -116,10 +118,15 @@ def in_work_window(moment, config):
     return now >= start or now < end
 
 
-def next_work_start(moment, config):
+def work_start_on(day, config, tz):
+    """work_start on the date `day` as a stored wall-clock time (inside a spring-forward gap it moves forward)."""
+    return clock.normalize(datetime.combine(day, config.work_start), tz)
+
+
+def next_work_start(moment, config, tz):
     """The first work_start strictly after `moment`'s time today, else tomorrow's."""
-    today = datetime.combine(moment.date(), config.work_start)
-    return today if moment < today else today + timedelta(days=1)
+    today = work_start_on(moment.date(), config, tz)
+    return today if moment < today else work_start_on(moment.date() + timedelta(days=1), config, tz)
 
 
 def dial_state_reset(*, data_id, dial_status, callback_scheduled_at=None, next_retry_at=None):
@@ -146,7 +153,7 @@ def dial_state_reset(*, data_id, dial_status, callback_scheduled_at=None, next_r
     }
 
 
-def push_reset(*, data_id, callback_scheduled_at, now, config):
+def push_reset(*, data_id, callback_scheduled_at, now, config, tz):
     """The dial-state reset written by a lead push (insert or update).
 
     With a callback time (only accepted on a callback priority) the lead becomes Callback and
@@ -155,7 +162,7 @@ def push_reset(*, data_id, callback_scheduled_at, now, config):
     """
     if callback_scheduled_at is not None:
         return dial_state_reset(data_id=data_id, dial_status=CALLBACK, callback_scheduled_at=callback_scheduled_at)
-    next_retry_at = None if in_work_window(now, config) else next_work_start(now, config)
+    next_retry_at = None if in_work_window(now, config) else next_work_start(now, config, tz)
     return dial_state_reset(data_id=data_id, dial_status=PENDING, next_retry_at=next_retry_at)
 
 
@@ -174,23 +181,24 @@ def attempts_allowed(config, day_index):
     return sum(pattern[:days]) + max(0, days - len(pattern)) * pattern[-1]
 
 
-def retry_after_no_answer(now, first_attempt_at, call_count, config):
+def retry_after_no_answer(now, first_attempt_at, call_count, config, tz):
     """next_retry_at of a lead that stays Not Connected (lead-intake-api.md, Claim and retry rules 4).
 
     Within today's allowance (`attempts_allowed`, counted from the day of `first_attempt_at`) the
-    next attempt is retry_seconds later, but never before work_start and only if it still falls
-    before work_end; otherwise it is work_start of the first later day whose allowance exceeds
-    `call_count`. Every day is a working day.
+    next attempt is retry_seconds of elapsed time later, but never before work_start and only if it
+    still falls before work_end; otherwise it is work_start of the first later day whose allowance
+    exceeds `call_count`. Every day is a working day; days are calendar days in `tz`.
     """
     day_index = (now.date() - first_attempt_at.date()).days
     if call_count < attempts_allowed(config, day_index):
-        candidate = max(now + timedelta(seconds=config.retry_seconds), datetime.combine(now.date(), config.work_start))
+        candidate = max(clock.after(now, timedelta(seconds=config.retry_seconds), tz),
+                        work_start_on(now.date(), config, tz))
         if candidate.date() == now.date() and in_work_window(candidate, config):
             return candidate
     days_ahead = 1
     while call_count >= attempts_allowed(config, day_index + days_ahead) and days_ahead < 366:
         days_ahead += 1
-    return datetime.combine(now.date() + timedelta(days=days_ahead), config.work_start)
+    return work_start_on(now.date() + timedelta(days=days_ahead), config, tz)
 
 
 def status_before_claim(row):
@@ -203,7 +211,7 @@ def status_before_claim(row):
     return NOT_CONNECTED if row["call_count"] else PENDING
 
 
-def hangup_changes(row, outcome, now, config, *, call_type="outbound", hangup_by=None, hangup_cause=None,
+def hangup_changes(row, outcome, now, config, tz, *, call_type="outbound", hangup_by=None, hangup_cause=None,
                    started_at=None, release_retry_ms=60000):
     """The columns a hangup changes on a live row (lead-intake-api.md, the `Calling` rows of the state table).
 
@@ -222,7 +230,7 @@ def hangup_changes(row, outcome, now, config, *, call_type="outbound", hangup_by
     if status is None:
         # DATETIME holds whole seconds: round the delay up so the retry never comes early.
         delay = timedelta(seconds=math.ceil(release_retry_ms / 1000))
-        changes.update(dial_status=status_before_claim(row), next_retry_at=now + delay)
+        changes.update(dial_status=status_before_claim(row), next_retry_at=clock.after(now, delay, tz))
         return changes
     counted = not (call_type == REDIAL and status == NOT_CONNECTED)
     attempt_at = started_at or now
@@ -238,10 +246,10 @@ def hangup_changes(row, outcome, now, config, *, call_type="outbound", hangup_by
             )
         else:
             changes["next_retry_at"] = retry_after_no_answer(
-                now, changes["first_attempt_at"], changes["call_count"], config
+                now, changes["first_attempt_at"], changes["call_count"], config, tz
             )
     elif status == ABANDONED:
-        changes["next_retry_at"] = row["next_retry_at"] or now + timedelta(seconds=config.retry_seconds)
+        changes["next_retry_at"] = row["next_retry_at"] or clock.after(now, timedelta(seconds=config.retry_seconds), tz)
     return changes
 
 
@@ -306,15 +314,16 @@ def apply_latest_pending(conn, row, now, config):
     return row, {**action, "status": "applied", "applied_at": now}
 
 
-def settle(conn, oli_id, outcome, now, *, grace_minutes, release_retry_ms, agent_id=None, call_type="outbound",
+def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, agent_id=None, call_type="outbound",
            hangup_by=None, hangup_cause=None, started_at=None):
     """Settle a hangup reported by the dialing engine (decisions.md D6), in the caller's transaction.
 
     Locks the master row; records the call attempt in sales_call_attempts; applies the hangup
     transition (`hangup_changes`); clears the reservation; ends the agent's open missed activity
-    for the lead (ended_at = now, due_at = now + `grace_minutes`) and queues the agents' events;
-    then applies the latest pending CRM action of the oli_id, which wins over the hangup state.
-    `now` and `started_at` are wall-clock DB_TIMEZONE datetimes.
+    for the lead (ended_at = now, due_at = `grace_minutes` of elapsed time later, with their exact
+    UTC instants beside them) and queues the agents' events; then applies the latest pending CRM
+    action of the oli_id, which wins over the hangup state. `now` and `started_at` are wall-clock
+    datetimes in `tz` (DB_TIMEZONE).
 
     Returns {"lead": the row as it now stands, "pending": the action applied or None}. Raises
     UnknownLead, NotLive when the lead is not Calling + reserved, KeyError for an unknown outcome.
@@ -331,12 +340,15 @@ def settle(conn, oli_id, outcome, now, *, grace_minutes, release_retry_ms, agent
         hangup_cause=hangup_cause,
     )
     changes = hangup_changes(
-        row, outcome, now, config, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
+        row, outcome, now, config, tz, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
         started_at=started_at, release_retry_ms=release_retry_ms,
     )
     row = write_lead(conn, row, changes, now)
+    grace = timedelta(minutes=grace_minutes)
+    ended_at_utc = clock.to_utc(now, tz)
     queries.end_missed_activities(
-        conn, lead_id=row["id"], agent_id=agent_id, ended_at=now, due_at=now + timedelta(minutes=grace_minutes)
+        conn, lead_id=row["id"], agent_id=agent_id, ended_at=now, due_at=clock.after(now, grace, tz),
+        ended_at_utc=ended_at_utc, due_at_utc=ended_at_utc + grace,
     )
     notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=oli_id)], now)
     row, applied = apply_latest_pending(conn, row, now, config)

@@ -36,7 +36,9 @@ def run_once_per_tick(db, name, interval_seconds, now, work):
     """Run `work()` unless another process holds the job or ran it less than 0.9 interval ago.
 
     Holds the MySQL named lock `dialerapi.<name>` (GET_LOCK, no wait) for the run, and records the
-    start, end and result in dialerapi_job_runs. Returns work()'s result, or None when skipped.
+    start, end and result in dialerapi_job_runs. `now` is wall-clock (DB_TIMEZONE); a last run
+    later than `now` (the wall clock went back an hour on a fall-back night) does not stop this
+    one. Returns work()'s result, or None when skipped.
     """
     conn = db.pool.connection()
     lock_name = f"dialerapi.{name}"
@@ -45,7 +47,7 @@ def run_once_per_tick(db, name, interval_seconds, now, work):
             return None
         try:
             last = queries.job_last_started(conn, name=name)
-            if last is not None and (now - last).total_seconds() < interval_seconds * TICK_SHARE:
+            if last is not None and 0 <= (now - last).total_seconds() < interval_seconds * TICK_SHARE:
                 conn.rollback()
                 return None
             queries.record_job_start(conn, name=name, started_at=now)
@@ -66,8 +68,9 @@ def sweep_tick(app):
     """The sweep job (decisions.md D6): at most one process per tick applies held CRM actions."""
     with app.app_context():
         db = get_db()
-        now = clock.now(app.config["DB_TIMEZONE"])
-        result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: actions.sweep(db, now))
+        tz = app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
+        result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: actions.sweep(db, now, tz))
         if result is not None:
             SWEEPS.inc()
         if result and (result["applied"] or result["failed"]):
@@ -79,17 +82,20 @@ def blocking_tick(app):
     """Keep sales_agents.outbound_blocked equal to "has an uncleared overdue activity" (D7), at least every 15 s."""
     with app.app_context():
         db = get_db()
-        now = clock.now(app.config["DB_TIMEZONE"])
-        return run_once_per_tick(db, "blocking", BLOCKING_SECONDS, now, lambda: db.run(agents.refresh_blocking, now))
+        tz = app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
+        return run_once_per_tick(db, "blocking", BLOCKING_SECONDS, now,
+                                 lambda: db.run(agents.refresh_blocking, now, tz))
 
 
 def prune_tick(app):
     """Delete outbox rows older than an hour; returns how many went."""
     with app.app_context():
         db = get_db()
-        now = clock.now(app.config["DB_TIMEZONE"])
+        tz = app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
         return run_once_per_tick(db, "prune_outbox", PRUNE_SECONDS, now,
-                                 lambda: db.run(queries.prune_outbox, before=now - OUTBOX_KEEP))
+                                 lambda: db.run(queries.prune_outbox, before=clock.after(now, -OUTBOX_KEEP, tz)))
 
 
 def init_app(app):

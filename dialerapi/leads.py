@@ -15,13 +15,13 @@ UPDATED = "updated"
 SKIPPED_IN_FLIGHT = "skipped_in_flight"
 
 
-def push_leads(conn, leads, now):
+def push_leads(conn, leads, now, tz):
     """Upsert `leads` in order, inside the caller's transaction; return one result per lead.
 
     `leads` are dicts as loaded by schemas.PushSchema: oli_id, phone_number (digits),
     client_name, form_type, priority_id, callback_scheduled_at (naive DB_TIMEZONE datetime or
     None) and callback_scheduled_at_sent (the raw value, echoed back). `now` is wall-clock time in
-    DB_TIMEZONE.
+    `tz` (DB_TIMEZONE).
 
     A new oli_id is inserted with the push reset; an existing one that is not live gets its contact
     fields and the push reset; a live one (Calling + isReserved) is not touched and reports its
@@ -52,7 +52,7 @@ def push_leads(conn, leads, now):
             "created_at": now,
             "updated_at": now,
             **dialstate.push_reset(
-                data_id=data_id, callback_scheduled_at=lead["callback_scheduled_at"], now=now, config=config
+                data_id=data_id, callback_scheduled_at=lead["callback_scheduled_at"], now=now, config=config, tz=tz
             ),
         }
         results.append(_result(oli_id, status, data_id, lead))

@@ -47,9 +47,14 @@ def seed(database_url):
     """Insert the reference rows that are missing (priorities, dialer config, pause reasons)."""
     conn = connect(database_url)
     try:
-        queries.seed_priorities(conn)
-        queries.seed_dialer_config(conn)
-        queries.seed_pause_reasons(conn)
+        seed_rows(conn)
         conn.commit()
     finally:
         conn.close()
+
+
+def seed_rows(conn):
+    """`seed` on an open connection, in the caller's transaction."""
+    queries.seed_priorities(conn)
+    queries.seed_dialer_config(conn)
+    queries.seed_pause_reasons(conn)

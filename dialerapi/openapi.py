@@ -244,7 +244,9 @@ set callbacks and file dispositions, which are held while a lead is live on a ca
 it settles. Every error is `{"ok": false, "error": CODE}` (400 adds `details`). The key goes in
 `Authorization: Bearer`, `X-API-Key` or `X-Access-Key`. Agent panels use the websocket at `/ws`
 (see the README). Times: `YYYY-MM-DD HH:MM[:SS]` is wall-clock time in the service's DB_TIMEZONE;
-ISO 8601 with an offset is converted."""
+ISO 8601 with an offset is converted. With daylight saving, a wall-clock time that does not exist
+moves forward by the gap and one that exists twice is its first occurrence (README, "Time and
+daylight saving")."""
 
 
 def build():

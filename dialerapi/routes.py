@@ -58,7 +58,8 @@ def push_leads():
     """Upsert one lead or a batch of 1-500 (lead-intake-api.md, POST /api/leads; D4). 201 always."""
     db = get_db()
     batch = load(schemas.load_push, json_body(), priorities=db.run(catalog.push_priorities))
-    results = db.run(leads.push_leads, batch, clock.now(db_timezone()))
+    tz = db_timezone()
+    results = db.run(leads.push_leads, batch, clock.now(tz), tz)
     observability.count_pushed(results)
     return {"ok": True, "leads": results}, 201
 
@@ -86,7 +87,7 @@ def pending_callback():
     status pending when held until settle; 404 unknown_oli_id.
     """
     action = load(schemas.PendingCallbackSchema().load, json_body())
-    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()))
+    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()), db_timezone())
     pending = {key: stored[key] for key in ("id", "oli_id", "scheduled_at", "status")}
     pending["scheduled_at"] = clock.format_wall_clock(pending["scheduled_at"])
     return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
@@ -101,7 +102,7 @@ def pending_disposition():
     202 with status pending when held; 404 unknown_oli_id.
     """
     action = load(schemas.PendingDispositionSchema().load, json_body())
-    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()))
+    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()), db_timezone())
     pending = {key: stored[key] for key in ("id", "oli_id", "action", "reason", "status")}
     return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
 

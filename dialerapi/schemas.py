@@ -16,7 +16,7 @@ from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_lo
 from marshmallow.experimental.context import Context
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
-from .clock import parse_wall_clock
+from .clock import instant, parse_wall_clock
 
 RequestContext = Context[dict]
 
@@ -196,7 +196,9 @@ class PendingCallbackSchema(AuditSchema):
 
     @validates_schema(skip_on_field_errors=True)
     def not_in_the_past(self, data, **kwargs):
-        if data["scheduledAt"] < RequestContext.get()["now"] - MAX_CALLBACK_PAST:
+        # Instants, not wall-clock values: across a daylight-saving change the two differ by the shift.
+        context = RequestContext.get()
+        if instant(data["scheduledAt"], context["tz"]) < instant(context["now"], context["tz"]) - MAX_CALLBACK_PAST:
             raise ValidationError("must not be more than 5 minutes in the past", "scheduledAt")
 
     @post_load

@@ -18,7 +18,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 from . import agents, claims, clock, dialstate
@@ -75,11 +75,12 @@ class Floor:
     def __init__(self, app, agents_n, leads_n, rng, rates, start):
         self.app = app
         self.db = app.extensions["dialerapi.db"]
+        self.tz = app.config["DB_TIMEZONE"]
         self.client = app.test_client()
         self.headers = {"X-API-Key": app.config["WS_SECRET"]}
         self.rng = rng
         self.rates = rates
-        self.now = start
+        self.utc = start  # the virtual clock, an aware UTC instant; `now` is its wall-clock reading
         self.run_id = f"SIM{time.strftime('%y%m%d%H%M%S')}"
         # Form types of this run only: the simulated agents can never claim a lead the run did not push.
         self.form_types = [f"{form_type}.{self.run_id}" for form_type in FORM_TYPES]
@@ -93,6 +94,13 @@ class Floor:
         self.blocked_seconds = 0.0
         self.series = []
 
+    @property
+    def now(self):
+        return clock.wall(self.utc, self.tz)
+
+    def later(self, seconds=0, minutes=0):
+        return clock.after(self.now, timedelta(seconds=seconds, minutes=minutes), self.tz)
+
     # --- setup and teardown -------------------------------------------------------------------------
 
     def setup(self):
@@ -105,7 +113,7 @@ class Floor:
             lead = {"oli_id": f"{self.run_id}-{n}", "phone_number": f"9{self.rng.randint(0, 999999999):09d}",
                     "client_name": f"Sim lead {n}", "form_type": self.rng.choice(self.form_types), "priority_id": 2}
             if self.rng.random() < 0.05:
-                due = self.now + timedelta(minutes=self.rng.randint(0, 240))
+                due = self.later(minutes=self.rng.randint(0, 240))
                 lead.update(priority_id=1, callback_scheduled_at=f"{due:%Y-%m-%d %H:%M:%S}")
             leads.append(lead)
         for start in range(0, len(leads), 500):
@@ -133,7 +141,7 @@ class Floor:
 
     def _file_outcome(self, oli_id):
         if self.rng.random() < self.rates.callback_share:
-            when = self.now + timedelta(minutes=self.rng.randint(30, 240))
+            when = self.later(minutes=self.rng.randint(30, 240))
             self._http("/api/pending-callbacks", {"oliId": oli_id, "scheduledAt": f"{when:%Y-%m-%d %H:%M:%S}"},
                        expect=(200, 202))
         else:
@@ -146,7 +154,7 @@ class Floor:
                 continue
             row = self.db.run(claims.claim_next, agent_id, self.now)
             if row is None:
-                self.idle_until[agent_id] = self.now + timedelta(seconds=30)
+                self.idle_until[agent_id] = self.later(seconds=30)
                 continue
             if row["previous_dial_status"] == dialstate.CALLBACK and row["callback_scheduled_at"]:
                 self.callbacks_due += 1
@@ -156,17 +164,17 @@ class Floor:
             needs_filing = outcome == "answered"
             if needs_filing:
                 seconds += self.rng.randint(*self.rates.talk_seconds)
-                self.db.run(agents.open_missed_activity, row["oli_id"], agent_id, self.now)
+                self.db.run(agents.open_missed_activity, row["oli_id"], agent_id, self.now, self.tz)
                 if self.rng.random() < self.rates.files_outcome * self.rates.during_call:
                     self._file_outcome(row["oli_id"])
                     needs_filing = False
             self.db.run(claims.set_availability, agent_id, ami_idle=False)
-            ends_at = self.now + timedelta(seconds=seconds)
+            ends_at = self.later(seconds=seconds)
             self.calls[agent_id] = Call(agent_id, row["oli_id"], outcome, ends_at, needs_filing)
 
     def _settle(self, call):
         config = self.app.config
-        self.db.run(dialstate.settle, call.oli_id, call.outcome, self.now,
+        self.db.run(dialstate.settle, call.oli_id, call.outcome, self.now, tz=self.tz,
                     grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"],
                     release_retry_ms=config["RELEASE_RETRY_MS"], agent_id=call.agent_id)
         self.call_count += 1
@@ -177,7 +185,7 @@ class Floor:
             if call.ends_at > self.now:
                 continue
             self._settle(call)
-            wrapup = self.now + timedelta(seconds=self.rng.randint(*self.rates.wrapup_seconds))
+            wrapup = self.later(seconds=self.rng.randint(*self.rates.wrapup_seconds))
             self.db.run(claims.set_availability, agent_id, ami_idle=True, wrapup_until=wrapup)
             self.idle_until[agent_id] = wrapup
             del self.calls[agent_id]
@@ -185,9 +193,8 @@ class Floor:
                 if self.rng.random() < self.rates.files_outcome:
                     self._file_outcome(call.oli_id)
                 else:
-                    grace = timedelta(minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"])
-                    late = timedelta(minutes=self.rng.randint(*self.rates.late_filing_minutes))
-                    self.late_filings.append((self.now + grace + late, call.oli_id))
+                    late = config["MISSED_ACTIVITY_GRACE_MINUTES"] + self.rng.randint(*self.rates.late_filing_minutes)
+                    self.late_filings.append((self.later(minutes=late), call.oli_id))
 
     def _late_filings(self):
         for entry in [e for e in self.late_filings if e[0] <= self.now]:
@@ -202,9 +209,9 @@ class Floor:
         self._end_calls()
         self._late_filings()
         if tick_number % 2 == 0:
-            self.db.run(agents.refresh_blocking, self.now)
+            self.db.run(agents.refresh_blocking, self.now, self.tz)
         if tick_number % 12 == 0:
-            sweep(self.db, self.now)
+            sweep(self.db, self.now, self.tz)
         self._start_calls()
         blocked = self.db.run(lambda conn: queries.sim_blocked_agents(conn, low=AGENT_BASE, high=AGENT_BASE + 10**5))
         self.blocked_seconds += blocked * TICK.total_seconds()
@@ -225,15 +232,15 @@ class Floor:
 def run(app, *, agents_n, leads_n, hours, speed, seed=1, rates=None, chart_path="simulation.png", progress=None):
     """Simulate `hours` of a floor of `agents_n` agents dialing `leads_n` pushed leads; return a Report.
 
-    The virtual clock starts at 09:00 today (DB_TIMEZONE) and advances 5 s a tick; `speed` is
-    virtual seconds per real second (0: as fast as the database allows). `progress(virtual
-    seconds done)` is called after each tick. The service clock is the virtual one for the run and
-    restored after it.
+    The virtual clock starts at 09:00 today (DB_TIMEZONE) and advances 5 s of elapsed time a tick;
+    `speed` is virtual seconds per real second (0: as fast as the database allows).
+    `progress(virtual seconds done)` is called after each tick. The service clock is the virtual
+    one for the run; the one it replaced is put back after it.
     """
     tz = app.config["DB_TIMEZONE"]
-    start = clock.now(tz).replace(hour=9, minute=0, second=0)
+    start = clock.instant(clock.normalize(clock.now(tz).replace(hour=9, minute=0, second=0), tz), tz)
     floor = Floor(app, agents_n, leads_n, random.Random(seed), rates or Rates(), start)
-    clock.set_utc_source(lambda: floor.now.replace(tzinfo=tz).astimezone(timezone.utc))
+    previous_source = clock.set_utc_source(lambda: floor.utc)
     try:
         floor.setup()
         ticks = int(timedelta(hours=hours) / TICK)
@@ -243,7 +250,7 @@ def run(app, *, agents_n, leads_n, hours, speed, seed=1, rates=None, chart_path=
             if tick % snapshot_every == 0:
                 floor.snapshot()
             floor.step(tick)
-            floor.now += TICK
+            floor.utc += TICK
             if speed:
                 ahead = (tick + 1) * TICK.total_seconds() / speed - (time.monotonic() - began)
                 if ahead > 0:
@@ -256,7 +263,7 @@ def run(app, *, agents_n, leads_n, hours, speed, seed=1, rates=None, chart_path=
     finally:
         floor.settle_live_calls()
         floor.remove_agents()
-        clock.set_utc_source(None)
+        clock.set_utc_source(previous_source)
 
 
 def draw_chart(series, path, title):

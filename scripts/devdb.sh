@@ -7,7 +7,11 @@
 #   scripts/devdb.sh stop         stop it; the data stays for the next start
 #   scripts/devdb.sh url          print the DATABASE_URL of the private instance
 #   scripts/devdb.sh exec CMD...  run CMD with DATABASE_URL set: the one from the environment or
-#                                 .env when there is one, otherwise the private instance (started)
+#                                 .env when there is one, otherwise the private instance (started,
+#                                 and left running: `make run`)
+#   scripts/devdb.sh with CMD...  the same, but stop the private instance after CMD if this command
+#                                 started it (`make test`, `make faults`, `make bench`); one that was
+#                                 already running (from `make run`) stays up
 #
 # DEVDB_DIR and DEVDB_PORT place another instance (the health tests stop one under the service).
 # A socket path must stay short (about 100 bytes), so keep DEVDB_DIR short.
@@ -38,8 +42,9 @@ ensure_installed() {
     log "installing needs root: run 'sudo apt-get install mariadb-server' or set DATABASE_URL"; exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >/dev/null
+  # apt checks signature dates: never under the moved clock of `make test-clock` (libfaketime).
+  env -u LD_PRELOAD apt-get update -qq
+  env -u LD_PRELOAD apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >/dev/null
 }
 
 running() {
@@ -99,16 +104,24 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   url) url ;;
-  exec)
+  exec|with)
+    mode=$1
     shift
     configured=$(env_database_url)
     if [ -n "$configured" ]; then
       export DATABASE_URL="$configured"
-    else
-      start
-      DATABASE_URL=$(url); export DATABASE_URL
+      exec "$@"
     fi
-    exec "$@"
+    was_running=no
+    if running; then was_running=yes; fi
+    start
+    DATABASE_URL=$(url); export DATABASE_URL
+    if [ "$mode" = exec ] || [ "$was_running" = yes ]; then exec "$@"; fi
+    # Stop the instance this command started, however CMD ends (Ctrl-C included), keeping its status.
+    trap stop EXIT
+    status=0
+    "$@" || status=$?
+    exit "$status"
     ;;
-  *) echo "usage: $0 start|stop|url|exec CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|url|exec CMD...|with CMD..." >&2; exit 2 ;;
 esac

@@ -1,5 +1,11 @@
 """Test fixtures: a real MariaDB (the one `make test` starts), a throwaway database per run,
 emptied and re-seeded before each test, the app built with a test config, and a real gunicorn.
+
+Time (decisions.md D2): no test reads the machine's clock. Every test starts with the service
+clock frozen at DEFAULT_NOW, wall-clock time in TZ (the DB_TIMEZONE of the environment, as the
+apps under test see it), and moves it with `frozen_clock`. Subprocesses (CLI commands, gunicorn)
+get their clock from libfaketime, started at a moment the test chose (`faketime.environment`).
+`make test-clock` runs the suite with the machine's clock and DB_TIMEZONE moved (clock_matrix.py).
 """
 
 import os
@@ -11,19 +17,26 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import pymysql
 import pytest
 import requests
+from pymysql.constants import CLIENT
 
-from dialerapi import clock, create_app, migrate
-from dialerapi.db import connect
+import faketime
+from dialerapi import clock, config as settings, create_app, migrate
+from dialerapi.db import connect, connect_params
 from dialerapi.limits import limiter
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-1234567890-abcdef"
+# The zone the apps under test run in: DB_TIMEZONE from the environment or .env, as create_app reads it.
+TZ = settings.load({"DATABASE_URL": "mysql://tests@127.0.0.1/unused", "WS_SECRET": SECRET})["DB_TIMEZONE"]
+# "Now" for every test that does not set its own: a Saturday mid-morning, inside the work window.
+DEFAULT_NOW = datetime(2026, 11, 21, 10, 0, 0)
 DATA_TABLES = (
     "sales_master", "sales_pending_actions", "sales_call_attempts", "sales_agents", "sales_agent_skills",
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
@@ -34,6 +47,13 @@ DATA_TABLES = (
 def _with_database(url, name):
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def faketime_segments():
+    """Leave no libfaketime shared memory behind (processes the tests kill cannot remove their own)."""
+    yield
+    faketime.remove_leftovers()
 
 
 @pytest.fixture(scope="session")
@@ -63,8 +83,15 @@ class Sql:
     """Direct SQL on the test database (autocommit), for arranging rows and checking results."""
 
     def __init__(self, url):
-        self.conn = connect(url)
+        self.conn = pymysql.connect(**connect_params(url), client_flag=CLIENT.MULTI_STATEMENTS)
         self.conn.autocommit(True)
+
+    def empty(self, tables):
+        """Delete every row of `tables` in one round trip."""
+        with self.conn.cursor() as cur:
+            cur.execute("".join(f"DELETE FROM {table};" for table in tables))
+            while cur.nextset():
+                pass
 
     def __call__(self, statement, *params):
         with self.conn.cursor() as cur:
@@ -87,14 +114,35 @@ def sql_session(database_url):
     sql.conn.close()
 
 
+def aware(moment, tz=TZ):
+    """An aware datetime: naive `moment` is wall-clock time in `tz` (fold 0: a repeated time's first occurrence)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=tz)
+
+
+def set_clock(moment, tz=TZ):
+    """Freeze the service clock at `moment` (naive: wall-clock in `tz`; aware: that instant)."""
+    utc = aware(moment, tz).astimezone(timezone.utc)
+    clock.set_utc_source(lambda: utc)
+
+
+def utc_text(moment, tz=TZ):
+    """ISO 8601 UTC with a Z of a naive wall-clock time in `tz`, computed with zoneinfo (not the code under test)."""
+    return aware(moment, tz).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def utc_naive(moment, tz=TZ):
+    """Naive UTC of a naive wall-clock time in `tz`, as the service stores it in a `*_utc` column."""
+    return aware(moment, tz).astimezone(timezone.utc).replace(tzinfo=None)
+
+
 @pytest.fixture(autouse=True)
 def clean_database(sql_session, database_url):
-    """Every test starts from a freshly seeded database and the real clock."""
-    for table in DATA_TABLES:
-        sql_session(f"DELETE FROM {table}")
-    migrate.seed(database_url)
+    """Every test starts from a freshly seeded database, with the service clock at DEFAULT_NOW."""
+    sql_session.empty(DATA_TABLES)
+    migrate.seed_rows(sql_session.conn)
+    set_clock(DEFAULT_NOW)
     yield
-    clock.set_utc_source(None)
+    set_clock(DEFAULT_NOW)
 
 
 @pytest.fixture
@@ -132,14 +180,22 @@ def auth():
 
 @pytest.fixture
 def frozen_clock():
-    """Set the service's clock: `frozen_clock(datetime(..., tzinfo=timezone.utc))`."""
+    """Set the service's clock: `frozen_clock(datetime(2026, 11, 21, 22, 0))` (wall-clock in TZ) or an aware instant."""
+    return set_clock
 
-    def freeze(moment):
-        assert moment.tzinfo is not None, "give an aware datetime"
-        clock.set_utc_source(lambda: moment.astimezone(timezone.utc))
 
-    yield freeze
-    clock.set_utc_source(None)
+@pytest.fixture
+def tz():
+    """The apps' DB_TIMEZONE (a ZoneInfo)."""
+    return TZ
+
+
+def cli(database_url, *args, now=DEFAULT_NOW, stdin=None, **env):
+    """Run `dialerapi ARGS` against the test database with its clock starting at `now` (wall-clock in TZ)."""
+    environment = faketime.environment({**os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, **env},
+                                       at=aware(now))
+    return subprocess.run([str(Path(sys.executable).with_name("dialerapi")), *args], cwd=ROOT, env=environment,
+                          input=stdin, capture_output=True, text=True, timeout=300)
 
 
 def free_port():
@@ -164,13 +220,16 @@ class LiveServer:
         self.process.wait(timeout=30)
 
 
-def start_gunicorn(database_url, log, workers=2, **settings):
-    """Start gunicorn (gthread workers) on a free port with the test settings plus `settings`; wait until it serves."""
+def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, **settings):
+    """Start gunicorn (gthread workers) on a free port with the test settings plus `settings`; wait until it serves.
+
+    Its clock starts at `now` (wall-clock in TZ) and runs on from there.
+    """
     port = free_port()
-    env = {
+    env = faketime.environment({
         **os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "JOBS_ENABLED": "false",
         "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers), **settings,
-    }
+    }, at=aware(now))
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [str(Path(sys.executable).with_name("gunicorn")), "-c", "deploy/gunicorn.conf.py", "wsgi:app"],
@@ -182,7 +241,8 @@ def start_gunicorn(database_url, log, workers=2, **settings):
         try:
             requests.get(server.url("/healthz"), timeout=1)
             return server
-        except requests.ConnectionError:
+        # Refused before the master listens, or a read that times out while a worker still boots.
+        except requests.RequestException:
             if process.poll() is not None or time.monotonic() > deadline:
                 server.stop()
                 pytest.fail("gunicorn did not start:\n" + Path(log).read_text())
@@ -227,13 +287,19 @@ def make_live(sql):
 
 @pytest.fixture
 def open_missed_activity(sql):
-    """Insert an open missed activity of `agent_id` for a lead (as the engine does when a call connects)."""
+    """Insert a missed activity of `agent_id` for a lead, as the service records one (wall-clock times
+    in TZ and their UTC instants); `exact=False` leaves the UTC columns empty, as an engine writing
+    SQL directly would."""
 
-    def insert(oli_id, agent_id=501, connected_at="2026-11-21 10:00:00", ended_at=None, due_at=None):
+    def insert(oli_id, agent_id=501, connected_at=datetime(2026, 11, 21, 10, 0), ended_at=None, due_at=None,
+               exact=True):
         lead = sql.lead(oli_id)
+        times = [datetime.fromisoformat(t) if isinstance(t, str) else t for t in (connected_at, ended_at, due_at)]
+        exact_times = [utc_naive(t) if exact and t is not None else None for t in times]
         sql("INSERT INTO sales_missed_activities (agent_id, lead_id, oli_id, call_type, extension, connected_at,"
-            " ended_at, due_at) VALUES (%s, %s, %s, 'outbound', '4501', %s, %s, %s)",
-            agent_id, lead["id"], oli_id, connected_at, ended_at, due_at)
+            " ended_at, due_at, connected_at_utc, ended_at_utc, due_at_utc)"
+            " VALUES (%s, %s, %s, 'outbound', '4501', %s, %s, %s, %s, %s, %s)",
+            agent_id, lead["id"], oli_id, *times, *exact_times)
         return sql.one("SELECT * FROM sales_missed_activities WHERE id = LAST_INSERT_ID()")
 
     return insert
@@ -257,7 +323,8 @@ def ensure_program(program, package):
         policy.write_text("#!/bin/sh\nexit 101\n")
         policy.chmod(0o755)
     try:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        # apt checks signature dates: it needs the real clock, also under `make test-clock`.
+        env = {**faketime.real_clock(os.environ), "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
         subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", package], check=True, env=env,
                        capture_output=True)

@@ -2,15 +2,11 @@
 decisions.md D7), blocking and the event outbox (D9)."""
 
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SECRET, make_app
+from conftest import TZ, cli, make_app, utc_text
 from dialerapi import agents, dialstate, jobs
 from dialerapi.db import get_db
 
@@ -19,7 +15,7 @@ NOW = datetime(2026, 11, 21, 10, 0, 0)
 
 @pytest.fixture(autouse=True)
 def fixed_now(frozen_clock):
-    frozen_clock(NOW.replace(tzinfo=timezone.utc))
+    frozen_clock(NOW)
 
 
 @pytest.fixture
@@ -32,12 +28,6 @@ def agent(app):
         return agent_id
 
     return add
-
-
-def cli(database_url, *args, stdin=None):
-    env = {**os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET}
-    return subprocess.run([str(Path(sys.executable).with_name("dialerapi")), *args], cwd=ROOT, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=60)
 
 
 def outbox(sql):
@@ -80,24 +70,29 @@ def test_a_bad_csv_row_imports_nothing(database_url, sql, tmp_path):
 
 # --- opening missed activities -------------------------------------------------------------------
 
+@pytest.mark.clock
 def test_call_connected_opens_a_live_missed_activity(app, agent, new_lead, sql):
     agent()
     new_lead("OLI-1")
     with app.app_context():
-        activity_id = get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, "redial")
+        activity_id = get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, TZ, "redial")
     row = sql.one("SELECT * FROM sales_missed_activities WHERE id = %s", activity_id)
     assert (row["agent_id"], row["oli_id"], row["lead_id"], row["call_type"], row["extension"]) == (
         501, "OLI-1", sql.lead("OLI-1")["id"], "redial", "4501")
     assert row["connected_at"] == NOW and row["ended_at"] is None and row["due_at"] is None
+    assert utc_text(NOW) == row["connected_at_utc"].strftime("%Y-%m-%dT%H:%M:%SZ")
     assert outbox(sql) == [501]
 
 
+@pytest.mark.clock
 def test_call_connected_command(database_url, agent, new_lead, sql):
     agent()
     new_lead("OLI-1")
-    result = cli(database_url, "call-connected", "OLI-1", "--agent-id", "501")
+    result = cli(database_url, "call-connected", "OLI-1", "--agent-id", "501", now=NOW)
     assert result.returncode == 0, result.stderr
-    assert sql.one("SELECT id FROM sales_missed_activities")["id"] == json.loads(result.stdout)["missed_activity_id"]
+    row = sql.one("SELECT id, connected_at FROM sales_missed_activities")
+    assert row["id"] == json.loads(result.stdout)["missed_activity_id"]
+    assert NOW <= row["connected_at"] < NOW + timedelta(minutes=1), "the command reads the clock the test set"
     unknown = cli(database_url, "call-connected", "OLI-1", "--agent-id", "999")
     assert unknown.returncode == 1 and "no agent has id 999" in unknown.stderr
 
@@ -112,6 +107,7 @@ def read(client, auth):
     return read
 
 
+@pytest.mark.clock
 def test_items_oldest_first_with_live_in_grace_and_overdue(read, agent, new_lead, open_missed_activity):
     agent()
     for oli_id in ("A", "B", "C", "D"):
@@ -130,8 +126,9 @@ def test_items_oldest_first_with_live_in_grace_and_overdue(read, agent, new_lead
     assert by_oli["C"]["ended_at"] is None and by_oli["C"]["due_at"] is None
     assert by_oli["A"] == {
         "id": by_oli["A"]["id"], "oli_id": "A", "lead_id": by_oli["A"]["lead_id"], "call_type": "outbound",
-        "extension": "4501", "connected_at": "2026-11-21T09:00:00Z", "ended_at": "2026-11-21T09:05:00Z",
-        "due_at": "2026-11-21T09:15:00Z", "overdue": True,
+        "extension": "4501", "connected_at": utc_text(datetime(2026, 11, 21, 9, 0)),
+        "ended_at": utc_text(datetime(2026, 11, 21, 9, 5)), "due_at": utc_text(datetime(2026, 11, 21, 9, 15)),
+        "overdue": True,
     }
     assert body["blocked"] is True
     assert cleared["id"] == by_oli["D"]["id"]
@@ -148,6 +145,7 @@ def test_cleared_activities_are_not_listed(read, agent, new_lead, open_missed_ac
     assert [i["id"] for i in body["items"]] == [kept["id"]] and body["blocked"] is False
 
 
+@pytest.mark.clock
 def test_at_most_100_items_oldest_first(read, agent, new_lead, sql):
     agent()
     new_lead("A")
@@ -157,19 +155,32 @@ def test_at_most_100_items_oldest_first(read, agent, new_lead, sql):
             " VALUES (501, %s, 'A', 'outbound', %s)", lead_id, NOW - timedelta(minutes=n))
     items = read({"agentId": 501}).get_json()["items"]
     assert len(items) == 100
-    assert items[0]["connected_at"] == "2026-11-21T08:16:00Z" and items[-1]["connected_at"] == "2026-11-21T09:55:00Z"
+    assert items[0]["connected_at"] == utc_text(datetime(2026, 11, 21, 8, 16))
+    assert items[-1]["connected_at"] == utc_text(datetime(2026, 11, 21, 9, 55))
 
 
-def test_times_are_utc_whatever_the_db_timezone(database_url, auth, agent, new_lead, open_missed_activity):
+@pytest.mark.clock
+@pytest.mark.parametrize("exact", [True, False], ids=["utc-columns", "wall-clock-only"])
+def test_times_are_utc_whatever_the_db_timezone(database_url, auth, agent, new_lead, sql, frozen_clock, exact):
     agent()
     new_lead("A")
-    open_missed_activity("A", connected_at="2026-11-21 15:30:00", ended_at="2026-11-21 15:31:00",
-                         due_at="2026-11-21 15:41:00")
+    lead_id = sql.lead("A")["id"]
+    utc = ("2026-11-21 10:00:00", "2026-11-21 10:01:00", "2026-11-21 10:11:00") if exact else (None, None, None)
+    # Wall-clock times in Kolkata (+05:30), with their UTC instants, or without them (an engine writing SQL).
+    sql("INSERT INTO sales_missed_activities (agent_id, lead_id, oli_id, call_type, connected_at, ended_at, due_at,"
+        " connected_at_utc, ended_at_utc, due_at_utc) VALUES (501, %s, 'A', 'outbound', '2026-11-21 15:30:00',"
+        " '2026-11-21 15:31:00', '2026-11-21 15:41:00', %s, %s, %s)", lead_id, *utc)
     client = make_app(database_url, DB_TIMEZONE="Asia/Kolkata").test_client()
+    frozen_clock(datetime(2026, 11, 21, 10, 10, tzinfo=timezone.utc))
     body = client.get("/api/missed-activities?agentId=501", headers=auth).get_json()
-    assert body["items"][0]["connected_at"] == "2026-11-21T10:00:00Z"
-    # Now is 10:00 UTC = 15:30 Kolkata: the activity due at 15:41 Kolkata is still in grace.
-    assert body["items"][0]["overdue"] is False and body["blocked"] is False
+    item = body["items"][0]
+    assert (item["connected_at"], item["ended_at"], item["due_at"]) == (
+        "2026-11-21T10:00:00Z", "2026-11-21T10:01:00Z", "2026-11-21T10:11:00Z")
+    # 10:10 UTC = 15:40 Kolkata: the activity due at 15:41 Kolkata is still in grace.
+    assert item["overdue"] is False and body["blocked"] is False
+    frozen_clock(datetime(2026, 11, 21, 10, 11, 1, tzinfo=timezone.utc))
+    body = client.get("/api/missed-activities?agentId=501", headers=auth).get_json()
+    assert body["items"][0]["overdue"] is True and body["blocked"] is True
 
 
 @pytest.mark.parametrize("query, status, error", [
@@ -203,16 +214,17 @@ def test_missed_activities_has_its_own_limit_of_240(read, agent, client, auth):
 
 def refresh(app, now=NOW):
     with app.app_context():
-        return get_db().run(agents.refresh_blocking, now)
+        return get_db().run(agents.refresh_blocking, now, TZ)
 
 
+@pytest.mark.clock
 def test_an_overdue_activity_blocks_and_a_crm_callback_unblocks_at_once(app, agent, new_lead, make_live, client, auth, sql):
     agent()
     new_lead("OLI-1")
     make_live("OLI-1")
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW - timedelta(minutes=20))
-        get_db().run(dialstate.settle, "OLI-1", "answered", NOW - timedelta(minutes=15), grace_minutes=10,
+        get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW - timedelta(minutes=20), TZ)
+        get_db().run(dialstate.settle, "OLI-1", "answered", NOW - timedelta(minutes=15), tz=TZ, grace_minutes=10,
                      release_retry_ms=60000, agent_id=501)
     assert refresh(app, NOW - timedelta(minutes=6)) == {}, "still inside the grace window"
     assert refresh(app) == {501: True}
@@ -237,6 +249,7 @@ def test_a_disposition_for_another_lead_does_not_unblock(app, agent, new_lead, o
     assert sql.one("SELECT outbound_blocked FROM sales_agents WHERE id = 501")["outbound_blocked"] == 1
 
 
+@pytest.mark.clock
 def test_the_blocking_job_runs_once_per_tick(app, agent, new_lead, open_missed_activity, sql):
     agent()
     new_lead("A")
@@ -251,13 +264,14 @@ def test_settle_queues_an_event_for_the_agent(app, agent, new_lead, make_live, s
     new_lead("OLI-1")
     make_live("OLI-1")
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW)
+        get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, TZ)
         sql("DELETE FROM dialerapi_outbox")
-        get_db().run(dialstate.settle, "OLI-1", "no_answer", NOW, grace_minutes=10, release_retry_ms=60000,
+        get_db().run(dialstate.settle, "OLI-1", "no_answer", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000,
                      agent_id=501)
     assert outbox(sql) == [501]
 
 
+@pytest.mark.clock
 def test_outbox_rows_older_than_an_hour_are_pruned_once_per_tick(app, sql):
     sql("INSERT INTO dialerapi_outbox (agent_id, created_at) VALUES (501, %s), (502, %s)",
         NOW - timedelta(minutes=61), NOW - timedelta(minutes=59))

@@ -3,10 +3,12 @@ redial and reopen rows of "States and transitions"."""
 
 import dataclasses
 import threading
-from datetime import datetime, time, timedelta, timezone
+import json
+from datetime import datetime, time, timedelta
 
 import pytest
 
+from conftest import TZ, cli
 from dialerapi import claims, dialstate
 from dialerapi.db import get_db
 
@@ -15,7 +17,7 @@ NOW = datetime(2026, 11, 21, 10, 0, 0)
 
 @pytest.fixture(autouse=True)
 def fixed_now(frozen_clock):
-    frozen_clock(NOW.replace(tzinfo=timezone.utc))
+    frozen_clock(NOW)
 
 
 @pytest.fixture
@@ -68,6 +70,7 @@ def claimed(run, agent_id=501, now=NOW):
 
 # --- order and due-ness ----------------------------------------------------------------------------
 
+@pytest.mark.clock
 def test_claim_order_callback_pending_abandoned_not_connected(run, floor_agent, lead_in):
     floor_agent()
     lead_in("NC", "Not Connected", next_retry_at=NOW - timedelta(hours=1))
@@ -96,6 +99,7 @@ def test_within_a_bucket_the_earliest_due_goes_first(run, floor_agent, lead_in):
     assert [claimed(run), claimed(run)] == ["EARLY", "LATE"]
 
 
+@pytest.mark.clock
 def test_future_callbacks_are_skipped_and_stay_unreserved(run, floor_agent, lead_in, sql):
     floor_agent()
     lead_in("CB", "Callback", callback_scheduled_at=NOW + timedelta(minutes=1))
@@ -104,6 +108,7 @@ def test_future_callbacks_are_skipped_and_stay_unreserved(run, floor_agent, lead
     assert claimed(run, now=NOW + timedelta(minutes=1)) == "CB"
 
 
+@pytest.mark.clock
 @pytest.mark.parametrize("status, next_retry_at, due", [
     ("Pending", None, True),
     ("Pending", NOW + timedelta(minutes=1), False),
@@ -129,6 +134,7 @@ def test_live_rows_are_never_claimed_again(run, floor_agent, lead_in, make_live)
     assert claimed(run) is None
 
 
+@pytest.mark.clock
 @pytest.mark.parametrize("obey, now, claimable", [
     (0, datetime(2026, 11, 21, 22, 0), True),
     (1, datetime(2026, 11, 21, 22, 0), False),
@@ -187,7 +193,7 @@ def test_maintenance_stops_new_claims_but_live_calls_go_on(run, floor_agent, lea
     sql("UPDATE sales_dialer_config SET isMaintainance = 1")
     assert claimed(run) is None
     assert run(claims.claim_predictive, NOW) is None
-    result = run(dialstate.settle, "L2", "answered", NOW, grace_minutes=10, release_retry_ms=60000)
+    result = run(dialstate.settle, "L2", "answered", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     assert result["lead"]["dial_status"] == "Received"
     sql("UPDATE sales_dialer_config SET isMaintainance = 0")
     assert claimed(run) == "L1"
@@ -235,7 +241,7 @@ def test_redial_reopens_terminal_leads(run, floor_agent, lead_in, sql, status):
     assert row["dial_status"] == "Calling" and row["previous_dial_status"] == status
     stored = sql.lead("L")
     assert stored["isReserved"] == 1 and stored["disposeRemark"] is None
-    run(dialstate.settle, "L", "answered", NOW, grace_minutes=10, release_retry_ms=60000, call_type="redial")
+    run(dialstate.settle, "L", "answered", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000, call_type="redial")
     assert sql.lead("L")["dial_status"] == "Received"
 
 
@@ -293,7 +299,7 @@ def test_predictive_holds_when_nobody_is_free_and_abandons_when_the_customer_han
     run(claims.claim_predictive, NOW)
     assert run(claims.bridge, "A", NOW) == 501
     assert run(claims.bridge, "B", NOW) is None, "the call holds"
-    run(dialstate.settle, "B", "abandoned", NOW, grace_minutes=10, release_retry_ms=60000)
+    run(dialstate.settle, "B", "abandoned", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     row = sql.lead("B")
     assert row["dial_status"] == "Abandoned" and row["next_retry_at"] == NOW + timedelta(seconds=3600)
 
@@ -317,6 +323,7 @@ def at(day, hour, minute=0):
     return DAY0 + timedelta(days=day, hours=hour, minutes=minute)
 
 
+@pytest.mark.clock
 @pytest.mark.parametrize("now, first, call_count, expected", [
     # Day 0 allows 4 attempts, retry_seconds (1 h) apart, inside 09:00-21:00.
     (at(0, 10), at(0, 10), 1, at(0, 11)),
@@ -338,7 +345,7 @@ def at(day, hour, minute=0):
     (at(0, 12), at(0, 10), 9, at(2, 9)),
 ])
 def test_retry_schedule(now, first, call_count, expected):
-    assert dialstate.retry_after_no_answer(now, first, call_count, CONFIG) == expected
+    assert dialstate.retry_after_no_answer(now, first, call_count, CONFIG, TZ) == expected
 
 
 def test_days_past_the_pattern_allow_its_last_value():
@@ -347,6 +354,7 @@ def test_days_past_the_pattern_allow_its_last_value():
     assert dialstate.attempts_allowed(dataclasses.replace(CONFIG, retry_pattern=()), 0) == 20, "max_tries on day one"
 
 
+@pytest.mark.clock
 def test_settle_follows_the_schedule_over_days(run, floor_agent, lead_in, sql):
     floor_agent()
     lead_in("L", "Pending")
@@ -355,7 +363,7 @@ def test_settle_follows_the_schedule_over_days(run, floor_agent, lead_in, sql):
     for _ in range(6):
         row = run(claims.claim_next, 501, now)
         assert row is not None, f"nothing claimable at {now}"
-        run(dialstate.settle, "L", "no_answer", now, grace_minutes=10, release_retry_ms=60000)
+        run(dialstate.settle, "L", "no_answer", now, tz=TZ, grace_minutes=10, release_retry_ms=60000)
         now = sql.lead("L")["next_retry_at"]
         moments.append(now)
     # First attempt at 20:00 on day 0 (1 of 4): the next falls at 21:00, outside; day 0's leftover carries.
@@ -363,6 +371,7 @@ def test_settle_follows_the_schedule_over_days(run, floor_agent, lead_in, sql):
     assert sql.lead("L")["call_count"] == 6
 
 
+@pytest.mark.clock
 def test_max_tries_ends_disposed(run, floor_agent, lead_in, sql):
     sql("UPDATE sales_dialer_config SET max_tries = 3, retry_seconds = 60")
     floor_agent()
@@ -370,7 +379,7 @@ def test_max_tries_ends_disposed(run, floor_agent, lead_in, sql):
     now = at(0, 10)
     for _ in range(3):
         assert run(claims.claim_next, 501, now)
-        run(dialstate.settle, "L", "busy", now, grace_minutes=10, release_retry_ms=60000)
+        run(dialstate.settle, "L", "busy", now, tz=TZ, grace_minutes=10, release_retry_ms=60000)
         now = sql.lead("L")["next_retry_at"] or now
     row = sql.lead("L")
     assert (row["dial_status"], row["priority_id"], row["disposeRemark"]) == ("Disposed", 3,
@@ -378,28 +387,19 @@ def test_max_tries_ends_disposed(run, floor_agent, lead_in, sql):
     assert run(claims.claim_next, 501, now + timedelta(days=2)) is None
 
 
+@pytest.mark.clock
 def test_claim_and_bridge_commands(database_url, floor_agent, lead_in, sql):
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from conftest import ROOT, SECRET
-
-    def cli(*args):
-        env = {**os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET}
-        return subprocess.run([str(Path(sys.executable).with_name("dialerapi")), *args], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=60)
+    def dialerapi(*args):
+        return cli(database_url, *args, now=NOW)
 
     floor_agent(501, ami_idle=0)
     lead_in("A")
-    assert json.loads(cli("claim", "--agent-id", "501").stdout) is None, "AMI busy"
-    assert cli("agents", "state", "501", "--ami-idle", "--wrapup-seconds", "0").returncode == 0
-    assert json.loads(cli("claim", "--agent-id", "501").stdout)["oli_id"] == "A"
+    assert json.loads(dialerapi("claim", "--agent-id", "501").stdout) is None, "AMI busy"
+    assert dialerapi("agents", "state", "501", "--ami-idle", "--wrapup-seconds", "0").returncode == 0
+    assert json.loads(dialerapi("claim", "--agent-id", "501").stdout)["oli_id"] == "A"
     lead_in("B")
-    assert json.loads(cli("claim", "--predictive").stdout)["oli_id"] == "B"
-    assert json.loads(cli("bridge", "B").stdout) == {"agent_id": 501}
-    refused = cli("claim", "--agent-id", "501", "--oli-id", "A")
+    assert json.loads(dialerapi("claim", "--predictive").stdout)["oli_id"] == "B"
+    assert json.loads(dialerapi("bridge", "B").stdout) == {"agent_id": 501}
+    refused = dialerapi("claim", "--agent-id", "501", "--oli-id", "A")
     assert refused.returncode == 1 and "ami_busy" in refused.stderr, "the bridge took the agent"
-    assert cli("claim").returncode == 2
+    assert dialerapi("claim").returncode == 2

@@ -3,11 +3,13 @@ lead-intake-api.md (their sections, their rows of "States and transitions", "Pen
 decisions.md D2, D3 and D5."""
 
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
-NOW = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
+from conftest import aware, utc_text
+
+NOW = datetime(2026, 11, 21, 10, 0)
 ATTEMPT_COLUMNS = ("last_dial_result", "hangup_by", "hangup_cause", "last_attempt_at", "first_attempt_at", "next_retry_at")
 
 
@@ -40,6 +42,7 @@ def detail_fields(response):
 
 # --- send-callback-request -------------------------------------------------------------------
 
+@pytest.mark.clock
 def test_send_callback_request_sets_callback_and_resets_dial_state(post, sql, new_lead):
     old_data_id = new_lead("OLI-1")
     dial_history(sql, "OLI-1")
@@ -59,13 +62,16 @@ def test_send_callback_request_sets_callback_and_resets_dial_state(post, sql, ne
     assert all(row[c] is None for c in ATTEMPT_COLUMNS)
 
 
+@pytest.mark.clock
 @pytest.mark.parametrize("key", ["scheduledAt", "ScheduledAt"])
-def test_send_callback_request_takes_either_spelling(post, sql, new_lead, key):
+def test_send_callback_request_takes_either_spelling(post, sql, new_lead, tz, key):
     new_lead("OLI-1")
     assert post("/api/send-callback-request", {"oliId": "OLI-1", key: "2026-11-22T10:00:00+05:30"}).status_code == 200
-    assert sql.lead("OLI-1")["callback_scheduled_at"] == datetime(2026, 11, 22, 4, 30)
+    expected = datetime(2026, 11, 22, 4, 30, tzinfo=timezone.utc).astimezone(tz).replace(tzinfo=None)
+    assert sql.lead("OLI-1")["callback_scheduled_at"] == expected
 
 
+@pytest.mark.clock
 def test_send_callback_request_accepts_past_times(post, sql, new_lead):
     new_lead("OLI-1")
     assert post("/api/send-callback-request", {"oliId": "OLI-1", "scheduledAt": "2025-01-01 08:00:00"}).status_code == 200
@@ -117,6 +123,7 @@ CALLBACK = {
 }
 
 
+@pytest.mark.clock
 def test_pending_callback_on_an_idle_lead_is_applied_at_once(post, sql, new_lead):
     old_data_id = new_lead("OLI-1")
     dial_history(sql, "OLI-1")
@@ -150,15 +157,23 @@ def test_pending_callback_on_a_live_lead_is_held(post, sql, new_lead, make_live)
     assert stored == {"status": "pending", "applied_at": None}
 
 
+def _in_kolkata(wall):
+    return aware(wall).astimezone(timezone(timedelta(hours=5, minutes=30))).isoformat()
+
+
+@pytest.mark.clock
 @pytest.mark.parametrize("scheduled, ok", [
     ("2026-11-21 09:55:00", True),
     ("2026-11-21 09:54:59", False),
-    ("2026-11-21T15:26:00+05:30", True),
-    ("2026-11-21T15:24:00+05:30", False),
+    (lambda: _in_kolkata(NOW - timedelta(minutes=4)), True),
+    (lambda: _in_kolkata(NOW - timedelta(minutes=6)), False),
+    (lambda: utc_text(NOW - timedelta(minutes=5)), True),
+    (lambda: utc_text(NOW - timedelta(minutes=5, seconds=1)), False),
     ("2026-11-21 09:56", True),
 ])
 def test_pending_callback_time_may_be_at_most_5_minutes_in_the_past(post, new_lead, scheduled, ok):
     new_lead("OLI-1")
+    scheduled = scheduled() if callable(scheduled) else scheduled  # an ISO form of a time relative to NOW
     response = post("/api/pending-callbacks", {"oliId": "OLI-1", "scheduledAt": scheduled})
     if ok:
         assert response.status_code == 200
@@ -188,6 +203,7 @@ def test_pending_callback_accepts_null_audit_fields_and_500_char_remarks(post, n
     assert post("/api/pending-callbacks", body).status_code == 200
 
 
+@pytest.mark.clock
 def test_storing_a_callback_clears_every_open_missed_activity_of_the_lead(post, sql, new_lead, make_live, open_missed_activity):
     new_lead("OLI-1")
     new_lead("OLI-2")

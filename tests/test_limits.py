@@ -1,12 +1,14 @@
 """Rate limits: lead-intake-api.md "Limits"; decisions.md D3 (429 body, Retry-After) and D5 (one
 counter shared by the three CRM action endpoints, client IP, TRUSTED_PROXY_COUNT)."""
 
+import os
 import subprocess
 import time
 
 import pytest
 import requests
 
+import faketime
 from conftest import SECRET, ensure_program, free_port, make_app, start_gunicorn
 
 ENDPOINTS = (
@@ -66,25 +68,28 @@ def test_trusted_proxy_count_takes_the_client_from_x_forwarded_for(database_url,
 def redis_url(tmp_path_factory):
     port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
+    # Redis keeps the real clock under `make test-clock`: it only times the counters' expiry.
     process = subprocess.Popen(
         [ensure_program("redis-server", "redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=faketime.real_clock(os.environ),
     )
     deadline = time.monotonic() + 10
     import redis
 
-    while True:
-        try:
-            redis.Redis(port=port).ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                pytest.fail("redis-server did not start")
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    process.terminate()
-    process.wait(timeout=10)
+    try:
+        while True:
+            try:
+                redis.Redis(port=port).ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    pytest.fail("redis-server did not start")
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def test_two_processes_share_one_redis_counter(database_url, redis_url, tmp_path):

@@ -55,8 +55,9 @@ def make_dirty(sql, oli_id, dial_status="Not Connected", reserved=0):
     )
 
 
+@pytest.mark.clock
 def test_new_lead_is_inserted_pending_with_a_new_data_id(push, sql, frozen_clock):
-    frozen_clock(datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc))
+    frozen_clock(datetime(2026, 11, 21, 10, 0))
     response = push(lead("OLI-1"))
     assert response.status_code == 201
     body = response.get_json()
@@ -77,6 +78,7 @@ def test_master_path_is_the_same_handler(push, sql):
     assert sql.lead("OLI-M")["client_name"] == "Priya Sharma"
 
 
+@pytest.mark.clock
 def test_existing_lead_is_updated_with_the_dial_state_reset(push, sql):
     first = push(lead("OLI-1")).get_json()["leads"][0]
     make_dirty(sql, "OLI-1")
@@ -138,6 +140,7 @@ def test_same_oli_id_twice_in_a_batch_is_applied_in_order(push, sql):
     assert row["client_name"] == "Second" and row["data_id"] == second["data_id"]
 
 
+@pytest.mark.clock
 def test_callback_priority_with_time_becomes_callback(push, sql):
     response = push(lead("CB", priority_id=1, callback_scheduled_at="2026-11-25 11:30:00"))
     [entry] = response.get_json()["leads"]
@@ -160,13 +163,16 @@ def test_null_callback_time_is_the_same_as_omitting_it(push, sql):
     assert sql.lead("CB")["dial_status"] == "Pending"
 
 
-def test_callback_time_is_echoed_exactly_as_sent_and_stored_in_db_timezone(push, sql):
+@pytest.mark.clock
+def test_callback_time_is_echoed_exactly_as_sent_and_stored_in_db_timezone(push, sql, tz):
     sent = "2026-11-25T15:00:00+05:30"
     [entry] = push(lead("CB", priority_id=1, callback_scheduled_at=sent)).get_json()["leads"]
     assert entry["callback_scheduled_at"] == sent
-    assert sql.lead("CB")["callback_scheduled_at"] == datetime(2026, 11, 25, 9, 30)
+    expected = datetime(2026, 11, 25, 9, 30, tzinfo=timezone.utc).astimezone(tz).replace(tzinfo=None)
+    assert sql.lead("CB")["callback_scheduled_at"] == expected
 
 
+@pytest.mark.clock
 def test_past_callback_time_is_accepted(push, sql):
     assert push(lead("CB", priority_id=1, callback_scheduled_at="2020-01-01 08:00")).status_code == 201
     assert sql.lead("CB")["callback_scheduled_at"] == datetime(2020, 1, 1, 8, 0)
@@ -300,6 +306,7 @@ def test_a_body_that_is_not_an_object_fails_validation(client, auth, body):
     assert response.status_code == 400 and response.get_json()["error"] == "validation_failed"
 
 
+@pytest.mark.clock
 # Dial-state reset, next_retry_at: NULL inside working hours (09:00-21:00), otherwise the next work_start.
 @pytest.mark.parametrize("now, expected", [
     (datetime(2026, 11, 21, 10, 0), None),
@@ -310,7 +317,7 @@ def test_a_body_that_is_not_an_object_fails_validation(client, auth, body):
     (datetime(2026, 11, 21, 6, 15), datetime(2026, 11, 21, 9, 0)),
 ])
 def test_next_retry_at_follows_the_work_window(push, sql, frozen_clock, now, expected):
-    frozen_clock(now.replace(tzinfo=timezone.utc))
+    frozen_clock(now)
     push(lead("W"))
     assert sql.lead("W")["next_retry_at"] == expected
     make_dirty(sql, "W")
@@ -318,19 +325,22 @@ def test_next_retry_at_follows_the_work_window(push, sql, frozen_clock, now, exp
     assert sql.lead("W")["next_retry_at"] == expected
 
 
+@pytest.mark.clock
 def test_callbacks_wait_on_their_time_not_the_work_window(push, sql, frozen_clock):
-    frozen_clock(datetime(2026, 11, 21, 23, 0, tzinfo=timezone.utc))
+    frozen_clock(datetime(2026, 11, 21, 23, 0))
     push(lead("CB", priority_id=1, callback_scheduled_at="2026-11-22 07:00"))
     assert sql.lead("CB")["next_retry_at"] is None
 
 
+@pytest.mark.clock
 def test_work_window_comes_from_the_dialer_config(push, sql, frozen_clock):
     sql("UPDATE sales_dialer_config SET work_start = '07:30:00', work_end = '12:00:00'")
-    frozen_clock(datetime(2026, 11, 21, 13, 0, tzinfo=timezone.utc))
+    frozen_clock(datetime(2026, 11, 21, 13, 0))
     push(lead("W"))
     assert sql.lead("W")["next_retry_at"] == datetime(2026, 11, 22, 7, 30)
 
 
+@pytest.mark.clock
 def test_times_are_wall_clock_in_db_timezone(database_url, sql, auth, frozen_clock):
     from conftest import make_app
 

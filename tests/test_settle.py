@@ -2,17 +2,13 @@
 the sweep, and the once-per-tick job lock."""
 
 import json
-import os
-import subprocess
-import sys
 import threading
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import datetime, timedelta
 
 import pytest
 import requests
 
-from conftest import ROOT, SECRET
+from conftest import TZ, cli, utc_naive
 from dialerapi import actions, dialstate, jobs
 from dialerapi.db import get_db
 
@@ -21,14 +17,15 @@ NOW = datetime(2026, 11, 21, 10, 0, 0)
 
 @pytest.fixture(autouse=True)
 def fixed_now(frozen_clock):
-    frozen_clock(NOW.replace(tzinfo=timezone.utc))
+    frozen_clock(NOW)
 
 
 @pytest.fixture
 def settle(app):
     def settle(oli_id, outcome, now=NOW, **kwargs):
         with app.app_context():
-            return get_db().run(dialstate.settle, oli_id, outcome, now, grace_minutes=10, release_retry_ms=60000, **kwargs)
+            return get_db().run(dialstate.settle, oli_id, outcome, now, tz=TZ, grace_minutes=10, release_retry_ms=60000,
+                                **kwargs)
 
     return settle
 
@@ -42,6 +39,7 @@ def live_lead(new_lead, make_live):
     return make
 
 
+@pytest.mark.clock
 def test_answered_becomes_received_and_records_the_attempt(settle, live_lead, sql):
     live_lead()
     result = settle("OLI-1", "answered", agent_id=501, hangup_by="customer", hangup_cause="16",
@@ -56,6 +54,7 @@ def test_answered_becomes_received_and_records_the_attempt(settle, live_lead, sq
     assert (attempt["started_at"], attempt["ended_at"], attempt["result"]) == (datetime(2026, 11, 21, 9, 58), NOW, "ANSWER")
 
 
+@pytest.mark.clock
 @pytest.mark.parametrize("outcome, result", [("no_answer", "NOANSWER"), ("busy", "BUSY"), ("congestion", "CONGESTION")])
 def test_unanswered_calls_become_not_connected_and_retry_after_retry_seconds(settle, live_lead, sql, outcome, result):
     live_lead(call_count=2, first_attempt_at="2026-11-20 10:00:00")
@@ -66,6 +65,7 @@ def test_unanswered_calls_become_not_connected_and_retry_after_retry_seconds(set
     assert row["first_attempt_at"] == datetime(2026, 11, 20, 10, 0) and row["last_attempt_at"] == NOW
 
 
+@pytest.mark.clock
 @pytest.mark.parametrize("now, expected", [
     (datetime(2026, 11, 21, 19, 59), datetime(2026, 11, 21, 20, 59)),
     (datetime(2026, 11, 21, 20, 30), datetime(2026, 11, 22, 9, 0)),
@@ -120,6 +120,7 @@ def test_reject_and_cancel_become_rejected_and_are_never_retried(settle, live_le
     assert (row["dial_status"], row["last_dial_result"], row["next_retry_at"]) == ("Rejected", result, None)
 
 
+@pytest.mark.clock
 def test_abandoned_retries_after_retry_seconds(settle, live_lead, sql):
     live_lead(call_count=19)
     settle("OLI-1", "abandoned")
@@ -147,10 +148,11 @@ def test_originate_failure_restores_the_previous_status(settle, live_lead, sql, 
     assert row["previous_dial_status"] is None
 
 
+@pytest.mark.clock
 def test_originate_failure_waits_release_retry_ms(app, live_lead, sql):
     live_lead()
     with app.app_context():
-        get_db().run(dialstate.settle, "OLI-1", "originate_failed", NOW, grace_minutes=10, release_retry_ms=1500)
+        get_db().run(dialstate.settle, "OLI-1", "originate_failed", NOW, tz=TZ, grace_minutes=10, release_retry_ms=1500)
     assert sql.lead("OLI-1")["next_retry_at"] == NOW + timedelta(seconds=2), "rounded up, never early"
 
 
@@ -175,14 +177,17 @@ def test_settle_requires_a_live_lead(settle, new_lead, sql):
     assert sql.lead("OLI-1") == before and sql("SELECT * FROM sales_call_attempts") == []
 
 
+@pytest.mark.clock
 def test_settle_starts_the_grace_window_of_the_agents_missed_activity(settle, live_lead, sql, open_missed_activity):
     live_lead()
     mine = open_missed_activity("OLI-1", agent_id=501)
     cleared = open_missed_activity("OLI-1", agent_id=501)
     sql("UPDATE sales_missed_activities SET cleared_at = '2026-11-21 09:00:00', cleared_by = 'callback' WHERE id = %s", cleared["id"])
     settle("OLI-1", "answered", agent_id=501)
-    row = sql.one("SELECT ended_at, due_at FROM sales_missed_activities WHERE id = %s", mine["id"])
-    assert row == {"ended_at": NOW, "due_at": NOW + timedelta(minutes=10)}
+    row = sql.one("SELECT ended_at, due_at, ended_at_utc, due_at_utc FROM sales_missed_activities WHERE id = %s",
+                  mine["id"])
+    assert row == {"ended_at": NOW, "due_at": NOW + timedelta(minutes=10),
+                   "ended_at_utc": utc_naive(NOW), "due_at_utc": utc_naive(NOW) + timedelta(minutes=10)}
     assert sql.one("SELECT ended_at FROM sales_missed_activities WHERE id = %s", cleared["id"])["ended_at"] is None
 
 
@@ -232,7 +237,7 @@ def test_settle_is_one_transaction(app, live_lead, client, auth, sql, monkeypatc
 
     monkeypatch.setattr(dialstate, "apply_latest_pending", crash)
     with app.app_context(), pytest.raises(RuntimeError):
-        get_db().run(dialstate.settle, "OLI-1", "answered", NOW, grace_minutes=10, release_retry_ms=60000)
+        get_db().run(dialstate.settle, "OLI-1", "answered", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     assert sql.lead("OLI-1") == before
     assert sql("SELECT * FROM sales_call_attempts") == []
     assert sql.one("SELECT status FROM sales_pending_actions")["status"] == "pending"
@@ -240,12 +245,7 @@ def test_settle_is_one_transaction(app, live_lead, client, auth, sql, monkeypatc
 
 # --- the CLI --------------------------------------------------------------------------------------
 
-def cli(database_url, *args):
-    env = {**os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET}
-    return subprocess.run([str(Path(sys.executable).with_name("dialerapi")), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
-
-
+@pytest.mark.clock
 def test_settle_command(database_url, live_lead, client, auth, sql):
     live_lead()
     client.post("/api/pending-callbacks", json={"oliId": "OLI-1", "scheduledAt": "2030-01-02 11:00"}, headers=auth)
@@ -286,9 +286,10 @@ def engine_settles_without_telling_us(sql, oli_id="OLI-1"):
 
 def sweep_at(app, now):
     with app.app_context():
-        return actions.sweep(get_db(), now)
+        return actions.sweep(get_db(), now, TZ)
 
 
+@pytest.mark.clock
 def test_sweep_applies_a_held_row_whose_lead_was_settled_elsewhere(app, held_callback, sql):
     engine_settles_without_telling_us(sql)
     assert sweep_at(app, NOW + timedelta(seconds=31)) == {"applied": 1, "live": 0, "failed": 0}
@@ -297,6 +298,7 @@ def test_sweep_applies_a_held_row_whose_lead_was_settled_elsewhere(app, held_cal
     assert sql.one("SELECT status FROM sales_pending_actions")["status"] == "applied"
 
 
+@pytest.mark.clock
 def test_sweep_leaves_rows_younger_than_30_seconds(app, held_callback, sql):
     engine_settles_without_telling_us(sql)
     assert sweep_at(app, NOW + timedelta(seconds=29)) == {"applied": 0, "live": 0, "failed": 0}
@@ -314,6 +316,7 @@ def test_sweep_fails_rows_whose_oli_id_no_longer_exists(app, held_callback, sql)
     assert sql.one("SELECT status FROM sales_pending_actions")["status"] == "failed"
 
 
+@pytest.mark.clock
 def test_sweep_command(database_url, held_callback, sql, frozen_clock):
     engine_settles_without_telling_us(sql)
     sql("UPDATE sales_pending_actions SET created_at = created_at - INTERVAL 1 MINUTE")
@@ -323,6 +326,7 @@ def test_sweep_command(database_url, held_callback, sql, frozen_clock):
     assert sql.lead("OLI-1")["dial_status"] == "Callback"
 
 
+@pytest.mark.clock
 def test_the_sweep_job_runs_once_per_tick_across_processes(app, database_url):
     from conftest import make_app
 
@@ -352,22 +356,24 @@ def test_the_sweep_job_runs_once_per_tick_across_processes(app, database_url):
     assert len(runs) == 2
 
 
+@pytest.mark.clock
 def test_the_sweep_tick_records_its_run(app, held_callback, sql, frozen_clock):
     engine_settles_without_telling_us(sql)
-    frozen_clock((NOW + timedelta(minutes=1)).replace(tzinfo=timezone.utc))
+    frozen_clock(NOW + timedelta(minutes=1))
     assert jobs.sweep_tick(app) == {"applied": 1, "live": 0, "failed": 0}
     run = sql.one("SELECT * FROM dialerapi_job_runs WHERE name = 'sweep'")
     assert run["last_started_at"] == NOW + timedelta(minutes=1) and "applied" in run["last_result"]
     assert jobs.sweep_tick(app) is None
 
 
+@pytest.mark.clock
 def test_the_scheduler_runs_the_jobs_under_gunicorn(database_url, held_callback, sql, tmp_path):
     from conftest import start_gunicorn
     import time
 
     engine_settles_without_telling_us(sql)
-    sql("UPDATE sales_pending_actions SET created_at = UTC_TIMESTAMP() - INTERVAL 2 MINUTE")
-    server = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=2, JOBS_ENABLED="true")
+    sql("UPDATE sales_pending_actions SET created_at = %s", NOW - timedelta(minutes=2))
+    server = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=2, now=NOW, JOBS_ENABLED="true")
     try:
         deadline = time.monotonic() + 20
         while sql.one("SELECT status FROM sales_pending_actions")["status"] != "applied":

@@ -1,24 +1,16 @@
 """`dialerapi simulate`: a short floor run against the test database (issue: the floor simulator)."""
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-from conftest import ROOT, SECRET
+from conftest import cli
 
 
 def test_a_short_simulated_floor(database_url, sql, tmp_path, new_lead):
     new_lead("REAL-1", form_type="home_loan")
     real_before = sql.lead("REAL-1")
     chart = tmp_path / "day.png"
-    env = {**os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET}
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("dialerapi")), "simulate", "--agents", "6", "--leads", "120",
-         "--hours", "1.5", "--speed", "0", "--seed", "3", "--chart", str(chart)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )
+    result = cli(database_url, "simulate", "--agents", "6", "--leads", "120", "--hours", "1.5", "--speed", "0",
+                 "--seed", "3", "--chart", str(chart))
     assert result.returncode == 0, result.stderr
     out = result.stdout
     calls = int(re.search(r"(\d+) calls", out).group(1))

@@ -3,13 +3,14 @@ client: authentication, snapshots, events on changes made by other processes, pa
 
 import json
 import time
+from datetime import datetime, timedelta
 
 import pytest
 import requests
 from simple_websocket import Client, ConnectionClosed
 
-from conftest import SECRET
-from dialerapi import agents, dialstate
+from conftest import SECRET, TZ, utc_text
+from dialerapi import agents, clock, dialstate
 from dialerapi.db import get_db
 
 AUTH = {"X-API-Key": SECRET}
@@ -21,7 +22,7 @@ def floor(sql):
 
 
 @pytest.fixture
-def connect(live_server):
+def connect(live_server, sql):
     opened = []
 
     def connect(query, headers=None):
@@ -36,6 +37,12 @@ def connect(live_server):
             client.close()
         except ConnectionClosed:
             pass
+    # The server marks a panel inactive when its socket closes, a moment after the close: wait for
+    # it, or it would change the next test's agents.
+    deadline = time.monotonic() + 5
+    while sql.one("SELECT COUNT(*) AS n FROM sales_agents WHERE panel_active = 1")["n"]:
+        assert time.monotonic() < deadline, "the server did not mark the closed panels inactive"
+        time.sleep(0.05)
 
 
 def frame(client, timeout=3):
@@ -81,6 +88,7 @@ def test_an_unknown_agent_is_refused_with_1008(connect, floor, query):
     assert rejected(connect(query)) == ("unknown_agent", 1008)
 
 
+@pytest.mark.clock
 @pytest.mark.parametrize("query, headers", [
     ("agentId=501", AUTH),
     ("extension=4501", {"Authorization": f"Bearer {SECRET}"}),
@@ -96,9 +104,11 @@ def test_a_snapshot_on_connect(connect, floor, new_lead, open_missed_activity, q
     assert missed["event"] == "dialer.missed_activities"
     data = missed["data"]
     assert data["agent_id"] == 501 and data["blocked"] is True and data["grace_minutes"] == 10
-    assert [(i["oli_id"], i["overdue"], i["due_at"]) for i in data["items"]] == [("OLI-1", True, "2020-01-01T10:10:00Z")]
+    assert [(i["oli_id"], i["overdue"], i["due_at"]) for i in data["items"]] == [
+        ("OLI-1", True, utc_text(datetime(2020, 1, 1, 10, 10)))]
 
 
+@pytest.mark.clock
 def test_changes_by_other_processes_arrive_within_2_seconds(connect, floor, app, live_server, new_lead, make_live):
     new_lead("OLI-1")
     make_live("OLI-1")
@@ -106,19 +116,19 @@ def test_changes_by_other_processes_arrive_within_2_seconds(connect, floor, app,
     assert frame(client)["data"]["blocked"] is False
     assert frame(client)["data"]["items"] == []
     # The dialing engine, in another process: the call connects, then ends.
+    now = clock.now(TZ)
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, dialstate_now())
+        get_db().run(agents.open_missed_activity, "OLI-1", 501, now, TZ)
     live = until(client, lambda m: m["event"] == "dialer.missed_activities" and m["data"]["items"])
     assert live["data"]["items"][0]["ended_at"] is None
     with app.app_context():
-        get_db().run(dialstate.settle, "OLI-1", "answered", dialstate_now(), grace_minutes=0, release_retry_ms=60000,
+        get_db().run(dialstate.settle, "OLI-1", "answered", now, tz=TZ, grace_minutes=0, release_retry_ms=60000,
                      agent_id=501)
     ended = until(client, lambda m: m["event"] == "dialer.missed_activities" and m["data"]["items"][0]["ended_at"])
     assert ended["data"]["items"][0]["due_at"] is not None
-    # Grace 0: the blocking job (any process) finds the activity overdue.
-    time.sleep(1.1)
+    # Grace 0: a second later the blocking job (any process) finds the activity overdue.
     with app.app_context():
-        assert get_db().run(agents.refresh_blocking, dialstate_now()) == {501: True}
+        assert get_db().run(agents.refresh_blocking, now + timedelta(seconds=1), TZ) == {501: True}
     assert until(client, lambda m: m["event"] == "dialer.outbound_blocked")["data"]["blocked"] is True
     # The CRM's callback through the HTTP API clears the activity and unblocks the agent.
     response = requests.post(live_server.url("/api/pending-callbacks"), headers=AUTH,
@@ -136,15 +146,8 @@ def test_other_agents_do_not_get_the_events(connect, floor, app, new_lead):
     frame(other)
     frame(other)
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, dialstate_now())
+        get_db().run(agents.open_missed_activity, "OLI-1", 501, clock.now(TZ), TZ)
     assert other.receive(timeout=1.5) is None
-
-
-def dialstate_now():
-    from dialerapi import clock
-    from zoneinfo import ZoneInfo
-
-    return clock.now(ZoneInfo("UTC"))
 
 
 @pytest.fixture

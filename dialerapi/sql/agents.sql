@@ -35,28 +35,33 @@ DELETE FROM sales_agent_priorities WHERE agent_id = :agent_id;
 -- name: insert_agent_priorities*!
 INSERT INTO sales_agent_priorities (agent_id, priority_id) VALUES (:agent_id, :priority_id);
 
--- name: insert_missed_activity(agent_id, lead_id, oli_id, call_type, extension, connected_at)!
-INSERT INTO sales_missed_activities (agent_id, lead_id, oli_id, call_type, extension, connected_at)
-VALUES (:agent_id, :lead_id, :oli_id, :call_type, :extension, :connected_at);
+-- name: insert_missed_activity(agent_id, lead_id, oli_id, call_type, extension, connected_at, connected_at_utc)!
+INSERT INTO sales_missed_activities
+  (agent_id, lead_id, oli_id, call_type, extension, connected_at, connected_at_utc)
+VALUES (:agent_id, :lead_id, :oli_id, :call_type, :extension, :connected_at, :connected_at_utc);
 
 -- name: open_missed_activities(agent_id, max_items)
 -- Every uncleared activity of the agent, oldest first (D7).
-SELECT id, oli_id, lead_id, call_type, extension, connected_at, ended_at, due_at
+SELECT id, oli_id, lead_id, call_type, extension, connected_at, ended_at, due_at,
+       connected_at_utc, ended_at_utc, due_at_utc
 FROM sales_missed_activities
 WHERE agent_id = :agent_id AND cleared_at IS NULL
 ORDER BY connected_at, id
 LIMIT :max_items;
 
--- name: agent_has_overdue(agent_id, now)$
+-- name: agent_has_overdue(agent_id, now, now_utc)$
+-- Overdue (D7) compares the exact UTC instant; a row written without it (by an engine writing SQL
+-- directly, or before migration 0006) falls back to its wall-clock due_at.
 SELECT EXISTS (
   SELECT 1 FROM sales_missed_activities
-  WHERE agent_id = :agent_id AND cleared_at IS NULL AND due_at IS NOT NULL AND due_at < :now
+  WHERE agent_id = :agent_id AND cleared_at IS NULL
+    AND (due_at_utc < :now_utc OR (due_at_utc IS NULL AND due_at < :now))
 );
 
 -- name: agents_with_open_activities(oli_id)
 SELECT DISTINCT agent_id FROM sales_missed_activities WHERE oli_id = :oli_id AND cleared_at IS NULL;
 
--- name: agents_whose_block_changed(now, all_agents, agent_ids)
+-- name: agents_whose_block_changed(now, now_utc, all_agents, agent_ids)
 -- Agents (all, or those of agent_ids) whose outbound_blocked flag disagrees with "has an uncleared
 -- overdue activity". A plain read: locking it would lock the missed activities its subquery reads,
 -- which deadlocks with settle.
@@ -65,7 +70,8 @@ FROM sales_agents AS a
 WHERE (:all_agents OR a.id IN :agent_ids)
   AND a.outbound_blocked <> EXISTS (
   SELECT 1 FROM sales_missed_activities AS m
-  WHERE m.agent_id = a.id AND m.cleared_at IS NULL AND m.due_at IS NOT NULL AND m.due_at < :now
+  WHERE m.agent_id = a.id AND m.cleared_at IS NULL
+    AND (m.due_at_utc < :now_utc OR (m.due_at_utc IS NULL AND m.due_at < :now))
 )
 ORDER BY a.id;
 

@@ -19,10 +19,10 @@ INSERT INTO sales_call_attempts
 VALUES
   (:lead_id, :oli_id, :agent_id, :call_type, :started_at, :ended_at, :result, :hangup_by, :hangup_cause);
 
--- name: end_missed_activities(lead_id, agent_id, ended_at, due_at)!
+-- name: end_missed_activities(lead_id, agent_id, ended_at, due_at, ended_at_utc, due_at_utc)!
 -- The call is over: the agent's open missed activity for it starts its grace window.
 UPDATE sales_missed_activities
-SET ended_at = :ended_at, due_at = :due_at
+SET ended_at = :ended_at, due_at = :due_at, ended_at_utc = :ended_at_utc, due_at_utc = :due_at_utc
 WHERE lead_id = :lead_id AND ended_at IS NULL AND cleared_at IS NULL
   AND (:agent_id IS NULL OR agent_id = :agent_id);
 

@@ -6,14 +6,13 @@ and no acknowledged write was lost (issue: fault tests)."""
 import random
 import threading
 import time
-from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import timedelta
 
 import pytest
 import requests
 
-from conftest import SECRET, start_gunicorn
-from dialerapi import actions, claims, clock, dialstate
+from conftest import DEFAULT_NOW, SECRET, TZ, start_gunicorn
+from dialerapi import actions, claims, dialstate
 from dialerapi.db import Database
 
 pytestmark = pytest.mark.faults
@@ -28,9 +27,9 @@ def test_torture(database_url, sql, tmp_path):
             agent_id, str(7000 + agent_id))
         sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, 'loan')", agent_id)
     server = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=2, TRUSTED_PROXY_COUNT="1")
-    # The engines dial "tomorrow at noon", so every pushed lead is due whatever time CI runs.
-    engine_now = datetime.combine(clock.now(ZoneInfo("UTC")).date() + timedelta(days=1), datetime.min.time()) \
-        + timedelta(hours=12)
+    # The server's clock starts at DEFAULT_NOW; the engines dial the next day at noon, when every
+    # pushed lead is due and every CRM action is older than the sweep's 30 s.
+    engine_now = DEFAULT_NOW + timedelta(days=1, hours=2)
     stop = threading.Event()
     acked_pushes, acked_actions, failures, changed_live, settled = [], [], [], [], []
 
@@ -73,7 +72,7 @@ def test_torture(database_url, sql, tmp_path):
             now_row = db.run(lambda conn, oli_id=row["oli_id"]: dialstate.lock_lead(conn, oli_id))
             if {k: now_row[k] for k in row} != row:
                 changed_live.append((row, now_row))
-            db.run(dialstate.settle, row["oli_id"], rng.choice(OUTCOMES), engine_now, grace_minutes=10,
+            db.run(dialstate.settle, row["oli_id"], rng.choice(OUTCOMES), engine_now, tz=TZ, grace_minutes=10,
                    release_retry_ms=60000, agent_id=agent_id)
             settled.append(row["oli_id"])
         db.close()
@@ -103,8 +102,9 @@ def test_torture(database_url, sql, tmp_path):
     # The floor closes: settle what is still live, then one sweep; nothing may stay pending.
     db = Database(database_url, pool_size=2)
     for row in sql("SELECT oli_id FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1"):
-        db.run(dialstate.settle, row["oli_id"], "no_answer", engine_now, grace_minutes=10, release_retry_ms=60000)
-    actions.sweep(db, engine_now + timedelta(minutes=1))
+        db.run(dialstate.settle, row["oli_id"], "no_answer", engine_now, tz=TZ, grace_minutes=10,
+               release_retry_ms=60000)
+    actions.sweep(db, engine_now + timedelta(minutes=1), TZ)
     db.close()
     statuses = {r["status"] for r in sql("SELECT DISTINCT status FROM sales_pending_actions")}
     assert statuses <= {"applied", "superseded", "failed"}, statuses

@@ -1,0 +1,178 @@
+"""`make test-clock`: the test suite with the machine's clock moved (issue: a suite that passes at
+any hour, on any date, in any DB_TIMEZONE).
+
+Each run moves the wall clock of a private MariaDB (its NOW()) and of pytest with everything pytest
+starts (gunicorn, CLI commands, nginx, Redis) to one moment, with libfaketime, and sets DB_TIMEZONE.
+The tests marked `clock` (they depend on the time or the zone) run at every moment below; the whole
+suite runs at two of them. A test that reads the machine's clock where it should read the service's
+one clock (decisions.md D2) passes at some of these moments and fails at others.
+
+    python tests/clock_matrix.py [--jobs 2] [--only TEXT] [--list]
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from queue import Queue
+from zoneinfo import ZoneInfo
+
+import faketime
+
+ROOT = Path(__file__).resolve().parent.parent
+DEVDB = ROOT / "scripts" / "devdb.sh"
+PYTEST = Path(sys.executable).with_name("pytest")
+LOGS = ROOT / "var" / "test-clock"
+TIMES_OF_DAY = ((2, 0, 0), (8, 59, 59), (9, 0, 0), (20, 59, 59), (21, 0, 0), (23, 59, 59))
+
+
+@dataclass(frozen=True)
+class Moment:
+    zone: str
+    wall: datetime          # wall-clock time in `zone`; fold=1 for the second pass of a repeated hour
+    whole_suite: bool = False
+    note: str = ""
+
+    @property
+    def utc(self):
+        return self.wall.replace(tzinfo=ZoneInfo(self.zone)).astimezone(ZoneInfo("UTC"))
+
+    @property
+    def name(self):
+        fold = "-second" if self.wall.fold else ""
+        return f"{self.zone.replace('/', '_')}-{self.wall:%Y%m%dT%H%M%S}{fold}"
+
+
+def matrix():
+    """Every moment the suite runs at: the issue's times of day, a leap day, a year's last second,
+    in UTC, Asia/Kolkata (+05:30, no daylight saving) and America/New_York on both change days."""
+    moments = [Moment("UTC", datetime(2027, 6, 15, 2, 0), note="the hour the work-window bug was found")]
+    moments += [Moment("Asia/Kolkata", datetime(2027, 6, 15, *hms)) for hms in TIMES_OF_DAY]
+    moments += [Moment("Asia/Kolkata", datetime(2028, 2, 29, 23, 59, 59), note="leap day"),
+                Moment("Asia/Kolkata", datetime(2028, 12, 31, 23, 59, 59), whole_suite=True, note="year end")]
+    spring, fall = datetime(2027, 3, 14), datetime(2026, 11, 1)
+    moments += [Moment("America/New_York", spring.replace(hour=1, minute=59, second=59), note="before spring forward"),
+                Moment("America/New_York", spring.replace(hour=3), note="02:00 does not exist: 03:00 EDT")]
+    moments += [Moment("America/New_York", spring.replace(hour=h, minute=m, second=s)) for h, m, s in TIMES_OF_DAY[1:]]
+    moments += [Moment("America/New_York", fall.replace(hour=1, minute=30), note="first 01:30 (EDT)"),
+                Moment("America/New_York", fall.replace(hour=1, minute=30, fold=1), whole_suite=True,
+                       note="second 01:30 (EST)")]
+    moments += [Moment("America/New_York", fall.replace(hour=h, minute=m, second=s)) for h, m, s in TIMES_OF_DAY]
+    return moments
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Database:
+    """A private MariaDB (scripts/devdb.sh) whose clock is moved for each run; one per parallel slot."""
+
+    def __init__(self):
+        # A short directory: the socket path must stay under about 100 bytes.
+        self.directory = tempfile.mkdtemp(prefix="dc", dir="/tmp")
+        self.port = free_port()
+
+    def devdb(self, command, shift):
+        env = faketime.environment({**os.environ, "DEVDB_DIR": self.directory, "DEVDB_PORT": str(self.port),
+                                    "DEVDB_NAME": "dialer"}, shift=shift)
+        subprocess.run([str(DEVDB), command], env=env, check=True, capture_output=True, text=True, timeout=120)
+
+    @property
+    def url(self):
+        return f"mysql://root@127.0.0.1:{self.port}/dialer"
+
+    def remove(self):
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def run(moment, database, extra_args):
+    """Run pytest at `moment` against `database`; return (passed, seconds, log path, summary line)."""
+    started = time.monotonic()
+    # The harness reads the real clock once, to compute the shift every process of this run shares.
+    shift = moment.utc.timestamp() - time.time()
+    log = LOGS / f"{moment.name}.log"
+    database.devdb("start", shift)
+    try:
+        selection = [] if moment.whole_suite else ["-m", "clock"]
+        env = faketime.environment({**os.environ, "DATABASE_URL": database.url, "DB_TIMEZONE": moment.zone},
+                                   shift=shift)
+        with open(log, "w") as out:
+            result = subprocess.run(
+                [str(PYTEST), "-q", "-p", "no:cacheprovider", "--basetemp", f"{database.directory}/pytest",
+                 *selection, *extra_args],
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=1800,
+            )
+    finally:
+        database.devdb("stop", shift)
+        faketime.remove_leftovers()
+    lines = log.read_text().strip().splitlines()
+    return result.returncode == 0, time.monotonic() - started, log, lines[-1] if lines else ""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once, each with its own MariaDB (default 2)")
+    parser.add_argument("--only", help="run only the moments whose name contains this text")
+    parser.add_argument("--list", action="store_true", help="list the moments and exit")
+    args, extra = parser.parse_known_args()
+    moments = [m for m in matrix() if not args.only or args.only in m.name]
+    if args.list:
+        for moment in moments:
+            print(f"{moment.name:<48} {moment.utc:%Y-%m-%d %H:%M:%S} UTC  {'whole suite' if moment.whole_suite else '-m clock'}"
+                  f"  {moment.note}")
+        return 0
+    faketime.library_path()  # fail early, with the reason, if libfaketime is missing
+    LOGS.mkdir(parents=True, exist_ok=True)
+    slots = Queue()
+    databases = [Database() for _ in range(max(1, args.jobs))]
+    for database in databases:
+        slots.put(database)
+
+    def one(moment):
+        database = slots.get()
+        try:
+            return moment, run(moment, database, extra)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log = LOGS / f"{moment.name}.log"
+            log.write_text(f"{exc}\n{getattr(exc, 'stderr', '') or ''}")
+            return moment, (False, 0.0, log, f"the run could not be made: {exc}")
+        finally:
+            slots.put(database)
+
+    failed = []
+    began = time.monotonic()
+    print(f"make test-clock: {len(moments)} moments, {args.jobs} at a time; logs in {LOGS.relative_to(ROOT)}/", flush=True)
+    try:
+        # The whole-suite runs are the longest: start them first.
+        ordered = sorted(moments, key=lambda m: not m.whole_suite)
+        with ThreadPoolExecutor(max_workers=len(databases)) as pool:
+            for moment, (passed, seconds, log, summary) in pool.map(one, ordered):
+                wall = moment.wall.strftime("%Y-%m-%d %H:%M:%S") + (" (2nd)" if moment.wall.fold else "")
+                scope = "all" if moment.whole_suite else "clock"
+                print(f"{'ok  ' if passed else 'FAIL'} {moment.zone:<17} {wall:<25} {scope:<5} {seconds:6.1f} s  {summary}",
+                      flush=True)
+                if not passed:
+                    failed.append((moment, log))
+    finally:
+        for database in databases:
+            database.remove()
+    print(f"{len(moments) - len(failed)}/{len(moments)} moments passed in {time.monotonic() - began:.0f} s")
+    for moment, log in failed:
+        print(f"\n--- {moment.name}: the end of {log.relative_to(ROOT)}")
+        print("\n".join(log.read_text().splitlines()[-40:]))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
