@@ -1,13 +1,22 @@
-"""Claim benchmark: p50/p99 of a progressive claim with 1,000,000 leads and 200 agents.
+"""Claim benchmark: p50/p99 of a progressive claim with 1,000,000 leads and 200 agents, in-process
+and through the engine API over HTTP.
 
     make bench            (or: scripts/devdb.sh exec .venv/bin/python bench/claim_bench.py)
 
 Builds (once) a database `dialerapi_bench` on the same server as DATABASE_URL: 1,000,000
 sales_master rows spread over 10 form_types and every claimable status (generated in SQL with
-MariaDB's Sequence engine), and 200 available agents with 2 skills each. Then each round claims
-for a random agent in its own transaction (dialerapi.claims.claim_next) and rolls back, so the
-table stays the same for every claim. A reference round trip (SELECT 1 in a transaction) is
-measured alternately in the same minutes, because this machine's CPU speed drifts.
+MariaDB's Sequence engine), and 200 available agents with 2 skills each.
+
+- In-process: each round claims for a random agent in its own transaction
+  (dialerapi.claims.claim_next) and rolls back, so the table stays the same for every claim. A
+  reference round trip (SELECT 1 in a transaction) is measured alternately in the same minutes,
+  because this machine's CPU speed drifts.
+- Over HTTP: gunicorn (deploy/gunicorn.conf.py, 2 workers) serves the engine API; wrk (bench/
+  engine_claim.lua) sends progressive claims at 50 per second for HTTP_SECONDS, then
+  (bench/engine_settle.lua) settles every lead it claimed at the same rate, on a fixed schedule
+  (bench/wrk_paced.lua). Latency is wrk's, per request, on the client. The claimed leads are then
+  put back as they were.
+
 Prints a table and writes bench-results-claim.json.
 """
 
@@ -16,11 +25,12 @@ import os
 import platform
 import random
 import statistics
+import tempfile
 import time
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from common import bench_database
+from common import bench_database, gunicorn, wrk
 from dialerapi import claims, clock
 from dialerapi.db import Database, connect
 
@@ -29,6 +39,12 @@ AGENTS = 200
 FORM_TYPES = [f"form_{n}" for n in range(10)]
 ROUNDS = int(os.environ.get("BENCH_CLAIMS", 3000))
 DB_NAME = "dialerapi_bench"
+ENGINE_SECRET = "bench-engine-secret-0123456789"
+HTTP_SECONDS = int(os.environ.get("BENCH_HTTP_SECONDS", 40))
+RATE = 50  # engine calls per second
+# What a claim leaves on a row besides Calling and the reservation: put back after the HTTP round.
+RESTORED = ("priority_id", "disposeRemark", "last_dial_result", "hangup_by", "hangup_cause", "last_attempt_at",
+            "first_attempt_at", "next_retry_at", "callback_scheduled_at", "call_count", "data_id")
 
 FILL = """
 INSERT INTO sales_master
@@ -71,6 +87,34 @@ def prepare(now):
     return url
 
 
+def over_http(url):
+    """Claims, then settles, through /engine/ at about 50 per second; returns both wrk reports."""
+    conn = connect(url)
+    conn.autocommit(True)
+    with gunicorn("wsgi:app", 18500 + os.getpid() % 400, DATABASE_URL=url, WS_SECRET="bench-crm-secret-0123456789",
+                  ENGINE_SECRET=ENGINE_SECRET) as (base, _):
+        run = f"bench{int(time.time())}"
+        claimed = wrk("engine_claim.lua", base, HTTP_SECONDS, ENGINE_SECRET=ENGINE_SECRET, BENCH_AGENTS=AGENTS,
+                      BENCH_RATE=RATE, BENCH_RUN=run)
+        with conn.cursor() as cur:
+            cur.execute("SELECT id, previous_dial_status, oli_id, " + ", ".join(RESTORED) +
+                        " FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1")
+            live = cur.fetchall()
+        with tempfile.NamedTemporaryFile("w", suffix=".txt") as listing:
+            listing.write("".join(f"{row['oli_id']}\n" for row in live))
+            listing.flush()
+            settled = wrk("engine_settle.lua", base, 2 * HTTP_SECONDS + 30, ENGINE_SECRET=ENGINE_SECRET,
+                          BENCH_RATE=RATE, BENCH_RUN=run, BENCH_OLI_FILE=listing.name)
+    with conn.cursor() as cur:
+        cur.executemany(
+            "UPDATE sales_master SET dial_status = %(previous_dial_status)s, isReserved = 0, previous_dial_status = NULL, "
+            + ", ".join(f"{column} = %({column})s" for column in RESTORED) + " WHERE id = %(id)s", live)
+        for table in ("sales_call_attempts", "sales_missed_activities", "dialerapi_engine_replies"):
+            cur.execute(f"DELETE FROM {table}")
+    conn.close()
+    return claimed, settled, len(live)
+
+
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
@@ -95,6 +139,14 @@ def main():
             cur.execute("SELECT 1")
             conn.rollback()
         reference_ms.append((time.perf_counter() - started) * 1000)
+    db.close()
+
+    print(f"over HTTP: claims for {HTTP_SECONDS} s, then settles ...", flush=True)
+    http_claims, http_settles, live = over_http(db.url)
+
+    def http_figures(report):
+        return {k: report[k] for k in ("requests", "rate_per_s", "status_errors", "socket_errors", "p50_ms", "p90_ms",
+                                       "p99_ms", "max_ms")}
 
     result = {
         "date": datetime.now().isoformat(timespec="seconds"),
@@ -105,17 +157,27 @@ def main():
         "reference_round_trip_ms": {"p50": round(statistics.median(reference_ms), 2),
                                     "p99": round(percentile(reference_ms, 0.99), 2)},
         "target_p99_ms": 10,
+        "http": {"claim": http_figures(http_claims), "settle": http_figures(http_settles), "leads_claimed": live,
+                 "server": f"gunicorn, deploy/gunicorn.conf.py, 2 workers; load: wrk, 1 connection at {RATE}/s"},
     }
     result["target_met"] = result["claim_ms"]["p99"] < result["target_p99_ms"]
+    for figures in (result["http"]["claim"], result["http"]["settle"]):
+        figures["target_met"] = figures["p99_ms"] < 10 and not figures["status_errors"] and not figures["socket_errors"]
     print(f"\nclaim benchmark: {LEADS:,} leads, {AGENTS} agents, {ROUNDS} claims ({result['machine']})")
     print(f"{'':24}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}{'max ms':>10}")
     c, r = result["claim_ms"], result["reference_round_trip_ms"]
     print(f"{'claim (one transaction)':24}{c['p50']:>10}{c['p95']:>10}{c['p99']:>10}{c['max']:>10}")
     print(f"{'reference: SELECT 1':24}{r['p50']:>10}{'':>10}{r['p99']:>10}")
     print(f"target p99 < 10 ms: {'met' if result['target_met'] else 'NOT met'}")
+    print(f"\nengine API over HTTP (gunicorn, 2 workers; wrk, one connection, {RATE} per second):")
+    print(f"{'':24}{'rate/s':>10}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'max ms':>10}  target p99 < 10 ms")
+    for name in ("claim", "settle"):
+        f = result["http"][name]
+        print(f"{'POST /engine/' + name:24}{f['rate_per_s']:>10}{f['p50_ms']:>10}{f['p90_ms']:>10}{f['p99_ms']:>10}"
+              f"{f['max_ms']:>10}  {'met' if f['target_met'] else 'NOT met'} ({f['requests']} requests, "
+              f"{f['status_errors']} errors)")
     with open("bench-results-claim.json", "w") as out:
         json.dump(result, out, indent=2)
-    db.close()
 
 
 if __name__ == "__main__":

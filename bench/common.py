@@ -1,11 +1,22 @@
-"""What both benchmarks share: a migrated database of their own beside DATABASE_URL's."""
+"""What the benchmarks share: a migrated database of their own beside DATABASE_URL's, a gunicorn
+serving it with the shipped settings, and wrk (a load generator in C) with a Lua script."""
 
+import json
 import os
+import signal
+import subprocess
 import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+import requests
 
 from dialerapi import migrate
 from dialerapi.db import connect
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def bench_database(name):
@@ -20,3 +31,59 @@ def bench_database(name):
     url = urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
     migrate.upgrade(url)
     return url
+
+
+@contextmanager
+def gunicorn(app, port, workers=2, **settings):
+    """Serve `app` (e.g. "wsgi:app") with deploy/gunicorn.conf.py on 127.0.0.1:`port`; yields (base URL, master pid).
+
+    `settings` are environment variables (DATABASE_URL, WS_SECRET, ...). Waits until /healthz answers
+    (or, for an app without it, until the port accepts connections), and stops the server after.
+    """
+    env = {**os.environ, "JOBS_ENABLED": "false", "LOG_LEVEL": "WARNING", "GUNICORN_BIND": f"127.0.0.1:{port}",
+           "GUNICORN_WORKERS": str(workers), **settings}
+    server = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "-c", "deploy/gunicorn.conf.py", app],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                requests.get(base + "/healthz", timeout=1)
+                break
+            except requests.RequestException:
+                if server.poll() is not None:
+                    sys.exit(f"gunicorn serving {app} did not start")
+                time.sleep(0.1)
+        yield base, server.pid
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def wrk(script, base, seconds, connections=1, threads=1, **env):
+    """Run wrk with bench/`script` against `base`; return the JSON line its done() prints (wrk_report.lua).
+
+    `env` reaches the script through os.getenv. Latencies are wrk's own (microsecond histogram),
+    measured in C on the client side.
+    """
+    result = subprocess.run(
+        ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--timeout", "30s",
+         "-s", f"bench/{script}", base],
+        cwd=ROOT, env={**os.environ, **{k: str(v) for k, v in env.items()}}, capture_output=True, text=True,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        sys.exit(f"wrk {script} failed:\n{result.stdout}\n{result.stderr}")
+    return json.loads(lines[-1])
+
+
+def worker_rss_mb(master_pid):
+    """Resident memory of each gunicorn worker of `master_pid`, in MB."""
+    children = open(f"/proc/{master_pid}/task/{master_pid}/children").read().split()
+    sizes = []
+    for pid in children:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                sizes.append(round(int(line.split()[1]) / 1024, 1))
+    return sizes

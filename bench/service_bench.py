@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 import requests
-from common import bench_database
+from common import bench_database, worker_rss_mb
 
 from dialerapi.db import connect, queries
 
@@ -142,16 +142,6 @@ def fixed_rate(base, method, path, body_for):
     latencies.sort()
     return {"p50_ms": round(statistics.median(latencies), 2), "p99_ms": round(latencies[int(0.99 * len(latencies))], 2),
             "requests": total, "statuses": sorted(set(statuses))}
-
-
-def worker_rss_mb(master_pid):
-    children = open(f"/proc/{master_pid}/task/{master_pid}/children").read().split()
-    sizes = []
-    for pid in children:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmRSS:"):
-                sizes.append(round(int(line.split()[1]) / 1024, 1))
-    return sizes
 
 
 def main():

@@ -15,6 +15,8 @@ from .events import notify
 from .db import queries
 
 MAX_ITEMS = 100
+# The calls that open a missed activity when they connect: bridged outgoing calls and redials.
+CONNECTED_CALL_TYPES = ("outbound", dialstate.REDIAL)
 EXTENSION = re.compile(r"[0-9]{3,16}")
 
 
@@ -83,13 +85,15 @@ def remove_agent(conn, agent_id):
     queries.delete_agent(conn, agent_id=agent_id)
 
 
+def with_lists(row):
+    """An agent row whose `skills` and `priorities` (';'-separated from SQL) become lists; no priorities = all allowed."""
+    return {**row, "skills": row["skills"].split(";") if row["skills"] else [],
+            "priorities": [int(p) for p in row["priorities"].split(";")] if row["priorities"] else []}
+
+
 def list_agents(conn):
     """Every agent with `skills` and `priorities` as lists (priorities empty = all allowed)."""
-    return [
-        {**row, "skills": row["skills"].split(";") if row["skills"] else [],
-         "priorities": [int(p) for p in row["priorities"].split(";")] if row["priorities"] else []}
-        for row in queries.list_agents(conn)
-    ]
+    return [with_lists(row) for row in queries.list_agents(conn)]
 
 
 def open_missed_activity(conn, oli_id, agent_id, now, tz, call_type="outbound"):

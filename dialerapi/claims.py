@@ -15,7 +15,7 @@ FOR UPDATE SKIP LOCKED, so two engines claiming at once never get the same lead.
 """
 
 from . import dialstate
-from .agents import UnknownAgent
+from .agents import UnknownAgent, with_lists
 from .db import queries
 
 CANDIDATES = 5
@@ -29,26 +29,28 @@ class NotClaimable(Exception):
         self.reason = reason
 
 
-def _agent(conn, agent_id):
+def lock_agent(conn, agent_id):
+    """SELECT ... FOR UPDATE the sales_agents row of `agent_id`, with `skills` and `priorities` as lists.
+
+    Raises agents.UnknownAgent.
+    """
     agent = queries.lock_agent(conn, agent_id=agent_id)
     if agent is None:
         raise UnknownAgent(agent_id)
-    return agent
+    return with_lists(agent)
 
 
 def _candidates(conn, form_types, priorities, now, config):
-    """Candidate lead ids in claim order: bucket by bucket, due-first within a bucket across form_types."""
-    allowed = {"all_priorities": not priorities, "priorities": tuple(priorities) or (0,)}
-    buckets = []
-    if not config.outbound_obey_work_hours or dialstate.in_work_window(now, config):
-        buckets.append(lambda ft: queries.due_callbacks(conn, form_type=ft, now=now, max_rows=CANDIDATES, **allowed))
-    for status, null_is_due in ((dialstate.PENDING, True), (dialstate.ABANDONED, True), (dialstate.NOT_CONNECTED, False)):
-        buckets.append(lambda ft, status=status, null_is_due=null_is_due: queries.due_retries(
-            conn, status=status, form_type=ft, now=now, null_is_due=null_is_due, max_rows=CANDIDATES, **allowed))
-    for bucket in buckets:
-        rows = [row for form_type in form_types for row in bucket(form_type)]
-        rows.sort(key=lambda row: (row["due"] is not None, row["due"] or now, row["id"]))
-        yield from (row["id"] for row in rows)
+    """Candidate lead ids in claim order: bucket by bucket, due-first within a bucket across form_types.
+
+    Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry rules 2).
+    """
+    callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
+    rows = [row for form_type in form_types for row in queries.due_candidates(
+        conn, form_type=form_type, now=now, callbacks_open=callbacks_open, all_priorities=not priorities,
+        priorities=tuple(priorities) or (0,), max_rows=CANDIDATES)]
+    rows.sort(key=lambda row: (row["bucket"], row["due"] is not None, row["due"] or now, row["id"]))
+    return [row["id"] for row in rows]
 
 
 def _lock_first_due(conn, ids, now, config):
@@ -68,12 +70,10 @@ def claim_next(conn, agent_id, now):
     sales_master row as it now stands (Calling, isReserved 1). Raises agents.UnknownAgent.
     """
     config = dialstate.load_config(conn)
-    agent = _agent(conn, agent_id)
+    agent = lock_agent(conn, agent_id)
     if config.isMaintainance or dialstate.unavailable_reason(agent, now):
         return None
-    skills = [row["form_type"] for row in queries.agent_skills(conn, agent_id=agent_id)]
-    priorities = [row["priority_id"] for row in queries.agent_priorities(conn, agent_id=agent_id)]
-    row = _lock_first_due(conn, _candidates(conn, skills, priorities, now, config), now, config)
+    row = _lock_first_due(conn, _candidates(conn, agent["skills"], agent["priorities"], now, config), now, config)
     if row is None:
         return None
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row), now)
@@ -96,27 +96,26 @@ def claim_predictive(conn, now):
 
 
 def _free_agents(conn, now):
-    agents = []
-    for agent in queries.available_agents(conn):
-        if dialstate.unavailable_reason(agent, now) is None:
-            agents.append({**agent, "skills": agent["skills"].split(";")})
-    return agents
+    return [with_lists(agent) for agent in queries.available_agents(conn)
+            if dialstate.unavailable_reason(agent, now) is None]
 
 
 def bridge(conn, oli_id, now):
     """Predictive: the customer of a live lead answered; pick a free agent with the lead's skill and priority.
 
     Returns the agent id (the agent is marked AMI-busy so no other call is bridged to them), or
-    None when nobody matching is free: the call holds. Raises dialstate.UnknownLead.
+    None when nobody matching is free: the call holds. Raises dialstate.UnknownLead, and
+    dialstate.NotLive when the lead is not on a call.
     """
     lead = dialstate.lock_lead(conn, oli_id)
+    if not dialstate.is_live(lead):
+        raise dialstate.NotLive(oli_id)
     for agent in _free_agents(conn, now):
         if lead["form_type"] not in agent["skills"]:
             continue
-        allowed = [row["priority_id"] for row in queries.agent_priorities(conn, agent_id=agent["id"])]
-        if allowed and lead["priority_id"] not in allowed:
+        if agent["priorities"] and lead["priority_id"] not in agent["priorities"]:
             continue
-        locked = _agent(conn, agent["id"])
+        locked = lock_agent(conn, agent["id"])
         # Read without a lock above: check again on the locked row before taking the agent.
         if dialstate.unavailable_reason(locked, now) is None:
             set_availability(conn, locked["id"], ami_idle=False)
@@ -136,7 +135,7 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL):
     config = dialstate.load_config(conn)
     if config.isMaintainance and call_type != "inbound":
         raise NotClaimable("maintenance")
-    agent = _agent(conn, agent_id)
+    agent = lock_agent(conn, agent_id)
     own_missed = bool(queries.agent_has_missed_activity(conn, agent_id=agent_id, oli_id=oli_id))
     reason = dialstate.unavailable_reason(agent, now, outbound=call_type != "inbound" and not own_missed)
     if reason:

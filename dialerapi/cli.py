@@ -14,6 +14,7 @@
 
 import csv
 import json
+import secrets
 from datetime import datetime, timedelta
 
 import click
@@ -129,7 +130,7 @@ def sweep():
 @main.command("call-connected")
 @click.argument("oli_id")
 @click.option("--agent-id", type=int, required=True, help="Employee id of the agent the call was bridged to.")
-@click.option("--call-type", type=click.Choice(["outbound", "redial"]), default="outbound", show_default=True)
+@click.option("--call-type", type=click.Choice(agents.CONNECTED_CALL_TYPES), default="outbound", show_default=True)
 def call_connected(oli_id, agent_id, call_type):
     """A bridged outgoing or redial call to OLI_ID connected: open the agent's missed activity.
 
@@ -293,7 +294,13 @@ def bridge(oli_id):
     Prints {"agent_id": N} (the agent is marked AMI-busy), or {"agent_id": null} when nobody
     matching is free and the call holds.
     """
-    _echo_json({"agent_id": get_db().run(claims.bridge, oli_id, _now())})
+    try:
+        agent_id = get_db().run(claims.bridge, oli_id, _now())
+    except dialstate.UnknownLead:
+        raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
+    except dialstate.NotLive:
+        raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): nothing to bridge") from None
+    _echo_json({"agent_id": agent_id})
 
 
 @agents_group.command("state")
@@ -320,7 +327,9 @@ def agents_state(agent_id, panel_active, ami_idle, wrapup_seconds):
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed, for a repeatable day.")
 @click.option("--chart", type=click.Path(dir_okay=False), default="simulation.png", show_default=True,
               help="Where to write the PNG chart of dial_status over the day.")
-def simulate(agents_n, leads_n, hours, speed, seed, chart):
+@click.option("--engine", "engine_name", type=click.Choice(["library", "http"]), default="library", show_default=True,
+              help="How the simulated engine reaches the rules: the Python library, or the /engine/ HTTP API.")
+def simulate(agents_n, leads_n, hours, speed, seed, chart, engine_name):
     """Play a dialing floor on a virtual clock against the database, through the HTTP API.
 
     Pushes LEADS leads, adds AGENTS agents (ids from 900001, removed at the end), and runs the
@@ -335,10 +344,11 @@ def simulate(agents_n, leads_n, hours, speed, seed, chart):
     except ImportError:
         raise click.ClickException("the chart needs matplotlib: pip install 'dialerapi[sim]'") from None
     # Rate limits count real seconds; a day played in minutes would trip them with a floor's
-    # ordinary CRM traffic, so the simulator's own in-process app runs without them.
-    app = create_app({"JOBS_ENABLED": False, "RATELIMIT_ENABLED": False})
+    # ordinary CRM traffic, so the simulator's own in-process app runs without them. Its engine key
+    # is its own: no request leaves the process.
+    app = create_app({"JOBS_ENABLED": False, "RATELIMIT_ENABLED": False, "ENGINE_SECRET": secrets.token_urlsafe(24)})
     total = int(hours * 3600)
     with click.progressbar(length=total, label="simulating", show_eta=True, show_percent=True) as bar:
         report = sim.run(app, agents_n=agents_n, leads_n=leads_n, hours=hours, speed=speed, seed=seed,
-                         chart_path=chart, progress=lambda seconds: bar.update(int(seconds)))
+                         chart_path=chart, progress=lambda seconds: bar.update(int(seconds)), engine_name=engine_name)
     click.echo(sim.summary(report, agents_n, leads_n, hours))

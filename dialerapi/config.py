@@ -29,6 +29,11 @@ def _secret(name, value):
     return value
 
 
+def _optional_secret(name, value):
+    value = str(value).strip()
+    return _secret(name, value) if value else ""
+
+
 def _timezone(name, value):
     try:
         return ZoneInfo(str(value).strip())
@@ -113,6 +118,8 @@ def _database_url(name, value):
 SETTINGS = {
     "DATABASE_URL": (None, _database_url),
     "WS_SECRET": (None, _secret),
+    # The dialing engine's key for /engine/ (empty: the engine API answers 401 to everyone).
+    "ENGINE_SECRET": ("", _optional_secret),
     "DB_TIMEZONE": ("UTC", _timezone),
     "MISSED_ACTIVITY_GRACE_MINUTES": ("10", _non_negative_int),
     "RELEASE_RETRY_MS": ("60000", _non_negative_int),
@@ -144,5 +151,7 @@ def load(overrides=None):
         if raw is None:
             parse(name, "")
         parsed[name] = raw if isinstance(raw, ZoneInfo) else parse(name, raw)
+    if parsed["ENGINE_SECRET"] and parsed["ENGINE_SECRET"] == parsed["WS_SECRET"]:
+        raise ConfigError("ENGINE_SECRET must differ from WS_SECRET: the CRM's key must not open the engine's endpoints")
     parsed.update(overrides)
     return parsed

@@ -25,7 +25,10 @@ log = logging.getLogger(__name__)
 queries = aiosql.from_path(Path(__file__).parent / "sql", "pymysql")
 
 RETRYABLE_ERRORS = {1205, 1213}
-MAX_ATTEMPTS = 5
+# Each retry of a Conflict finds more of its rows committed (and locks them), so a few more attempts
+# settle even a burst of clients pushing the same new oli_ids at once.
+MAX_ATTEMPTS = 10
+BACKOFF_SECONDS = (0.005, 0.2)  # the first retry waits up to 5 ms, doubling up to 200 ms
 
 
 class Conflict(Exception):
@@ -64,10 +67,11 @@ class Database:
         self.url = url
         self.host = database_params(url)["host"]
         # ping=1 checks a connection each time it leaves the pool, so the service recovers by itself
-        # after the database restarts.
+        # after the database restarts. reset=False: transaction() always commits or rolls back what
+        # it began, so a ROLLBACK on every return would only cost a round trip.
         self.pool = PooledDB(
             creator=pymysql, mincached=0, maxcached=pool_size, maxconnections=0,
-            blocking=True, ping=1, reset=True, **connect_params(url),
+            blocking=True, ping=1, reset=False, **connect_params(url),
         )
 
     @contextmanager
@@ -90,9 +94,9 @@ class Database:
     def run(self, work, *args, **kwargs):
         """Return `work(conn, *args, **kwargs)` run in one transaction.
 
-        Retries the whole transaction up to MAX_ATTEMPTS times, with a short random backoff, on
-        MySQL errors 1213 (deadlock) and 1205 (lock wait timeout) and on `Conflict`; any other
-        error, or the last failed attempt, propagates after the rollback.
+        Retries the whole transaction up to MAX_ATTEMPTS times, after a random backoff that doubles
+        each attempt (BACKOFF_SECONDS), on MySQL errors 1213 (deadlock) and 1205 (lock wait timeout)
+        and on `Conflict`; any other error, or the last failed attempt, propagates after the rollback.
         """
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
@@ -103,7 +107,8 @@ class Database:
                 if (code not in RETRYABLE_ERRORS and not isinstance(exc, Conflict)) or attempt == MAX_ATTEMPTS:
                     raise
                 log.info("retrying %s after %r (attempt %d)", work.__name__, exc, attempt)
-                time.sleep(random.uniform(0.005, 0.02) * attempt)
+                first, cap = BACKOFF_SECONDS
+                time.sleep(random.uniform(0, min(cap, first * 2 ** (attempt - 1))))
 
     def close(self):
         self.pool.close()

@@ -346,11 +346,12 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
     row = write_lead(conn, row, changes, now)
     grace = timedelta(minutes=grace_minutes)
     ended_at_utc = clock.to_utc(now, tz)
-    queries.end_missed_activities(
+    ended = queries.end_missed_activities(
         conn, lead_id=row["id"], agent_id=agent_id, ended_at=now, due_at=clock.after(now, grace, tz),
         ended_at_utc=ended_at_utc, due_at_utc=ended_at_utc + grace,
     )
-    notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=oli_id)], now)
+    if ended:
+        notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=oli_id)], now)
     row, applied = apply_latest_pending(conn, row, now, config)
     return {"lead": row, "pending": applied}
 

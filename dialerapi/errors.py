@@ -11,7 +11,9 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from .agents import UnknownAgent, UnknownExtension
-from .dialstate import LeadInFlight, UnknownLead
+from .claims import NotClaimable
+from .dialstate import LeadInFlight, NotLive, UnknownLead
+from .engine import IdempotencyConflict
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +62,8 @@ def validation_details(messages, path=""):
     return details
 
 
-def error_response(status, code, details=None, headers=None):
-    body = {"ok": False, "error": code}
+def error_response(status, code, details=None, headers=None, **extra):
+    body = {"ok": False, "error": code, **extra}
     if details is not None:
         body["details"] = details
     response = jsonify(body)
@@ -92,6 +94,20 @@ def register(app):
     @app.errorhandler(LeadInFlight)
     def in_flight(err):
         return error_response(409, "lead_in_flight")
+
+    @app.errorhandler(NotLive)
+    def not_live(err):
+        return error_response(409, "lead_not_live")
+
+    @app.errorhandler(NotClaimable)
+    def not_claimable(err):
+        if err.reason == "lead_in_flight":
+            return error_response(409, "lead_in_flight")
+        return error_response(409, "not_claimable", reason=err.reason)
+
+    @app.errorhandler(IdempotencyConflict)
+    def reused_key(err):
+        return error_response(409, "idempotency_conflict")
 
     @app.errorhandler(ValidationError)
     def invalid(err):

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from . import actions, agents, clock, health
+from . import actions, agents, clock, engine, health
 from .db import get_db, queries
 from .observability import SWEEPS
 
@@ -89,13 +89,17 @@ def blocking_tick(app):
 
 
 def prune_tick(app):
-    """Delete outbox rows older than an hour; returns how many went."""
+    """Delete outbox rows older than an hour and engine replies older than a day; returns how many went."""
     with app.app_context():
         db = get_db()
         tz = app.config["DB_TIMEZONE"]
         now = clock.now(tz)
-        return run_once_per_tick(db, "prune_outbox", PRUNE_SECONDS, now,
-                                 lambda: db.run(queries.prune_outbox, before=clock.after(now, -OUTBOX_KEEP, tz)))
+
+        def prune(conn):
+            return {"outbox": queries.prune_outbox(conn, before=clock.after(now, -OUTBOX_KEEP, tz)),
+                    "engine_replies": engine.prune_replies(conn, now, tz)}
+
+        return run_once_per_tick(db, "prune", PRUNE_SECONDS, now, lambda: db.run(prune))
 
 
 def init_app(app):
@@ -118,7 +122,7 @@ def init_app(app):
         blocking_tick, "interval", seconds=BLOCKING_SECONDS, args=[app], id="blocking", replace_existing=True,
     )
     scheduler.add_job(
-        prune_tick, "interval", seconds=PRUNE_SECONDS, args=[app], id="prune_outbox", replace_existing=True,
+        prune_tick, "interval", seconds=PRUNE_SECONDS, args=[app], id="prune", replace_existing=True,
     )
     if not scheduler.running:
         scheduler.start()

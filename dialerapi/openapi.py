@@ -15,6 +15,7 @@ from marshmallow.validate import OneOf
 from . import schemas
 
 SECURITY = [{"bearerAuth": []}, {"apiKeyHeader": []}, {"accessKeyHeader": []}]
+ENGINE_SECURITY = [{"engineBearerAuth": []}, {"engineApiKeyHeader": []}, {"engineAccessKeyHeader": []}]
 JSON = "application/json"
 
 
@@ -27,6 +28,7 @@ class ErrorSchema(Schema):
     ok = fields.Boolean(required=True, metadata={"enum": [False]})
     error = fields.String(required=True, metadata={"example": "validation_failed"})
     details = fields.List(fields.Nested(DetailSchema), metadata={"description": "Only on 400 validation_failed"})
+    reason = fields.String(metadata={"description": "Only on 409 not_claimable: why the agent or lead cannot take it"})
 
 
 class PushResultSchema(Schema):
@@ -129,6 +131,77 @@ class HealthResponseSchema(Schema):
     version = fields.String(required=True)
 
 
+class EngineLeadSchema(Schema):
+    lead_id = fields.Integer(required=True, metadata={"description": "sales_master.id"})
+    oli_id = fields.String(required=True)
+    data_id = fields.String(required=True, allow_none=True)
+    phone_number = fields.String(required=True)
+    client_name = fields.String(required=True)
+    form_type = fields.String(required=True)
+    priority_id = fields.Integer(required=True)
+    dial_status = fields.String(required=True, metadata={"example": "Calling"})
+    previous_dial_status = fields.String(required=True, allow_none=True)
+    disposeRemark = fields.String(required=True, allow_none=True)
+    last_dial_result = fields.String(required=True, allow_none=True)
+    hangup_by = fields.String(required=True, allow_none=True)
+    hangup_cause = fields.String(required=True, allow_none=True)
+    call_count = fields.Integer(required=True)
+    first_attempt_at = fields.String(required=True, allow_none=True, metadata={"example": "2026-11-21 10:00:00"})
+    last_attempt_at = fields.String(required=True, allow_none=True)
+    next_retry_at = fields.String(required=True, allow_none=True)
+    callback_scheduled_at = fields.String(required=True, allow_none=True)
+    isReserved = fields.Integer(required=True)
+
+
+class EngineClaimResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    lead = fields.Nested(EngineLeadSchema, required=True, allow_none=True,
+                         metadata={"description": "The reserved lead (Calling, isReserved 1), or null: nothing to claim"})
+
+
+class EngineBridgeResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    oli_id = fields.String(required=True)
+    agent_id = fields.Integer(required=True, allow_none=True,
+                              metadata={"description": "The agent to bridge to (now AMI-busy), or null: hold the call"})
+
+
+class EngineCallConnectedResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    missed_activity_id = fields.Integer(required=True)
+
+
+class EngineAppliedSchema(Schema):
+    id = fields.Integer(required=True)
+    action = fields.String(required=True, validate=OneOf(["callback", "dispose"]))
+    scheduled_at = fields.String(required=True, allow_none=True)
+    reason = fields.String(required=True, allow_none=True)
+
+
+class EngineSettleResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    lead = fields.Nested(EngineLeadSchema, required=True)
+    applied = fields.Nested(EngineAppliedSchema, required=True, allow_none=True,
+                            metadata={"description": "The held CRM callback or disposition applied at settle, or null"})
+
+
+class EngineAgentSchema(Schema):
+    agent_id = fields.Integer(required=True)
+    panel_active = fields.Boolean(required=True)
+    ami_idle = fields.Boolean(required=True)
+    wrapup_until = fields.String(required=True, allow_none=True)
+    pause_code = fields.String(required=True, allow_none=True)
+    outbound_blocked = fields.Boolean(required=True)
+    available = fields.Boolean(required=True)
+    unavailable_reason = fields.String(required=True, allow_none=True, validate=OneOf(
+        ["panel_inactive", "paused", "ami_busy", "wrap_up", "outbound_blocked"]))
+
+
+class EngineAgentStateResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    agent = fields.Nested(EngineAgentSchema, required=True)
+
+
 def _json(schema, description, example=None):
     content = {"schema": schema}
     if example is not None:
@@ -225,6 +298,76 @@ OPERATIONS = {
                               "content": {"text/plain": {"schema": {"type": "string"}}}}, **COMMON},
     }},
 }
+ENGINE_COMMON = {
+    "400": WRITES["400"], "413": WRITES["413"], **COMMON,
+    "401": _error("Missing or wrong key: /engine/ takes ENGINE_SECRET, not the CRM's WS_SECRET", "unauthorized"),
+}
+REUSED = _error("A request_id (or call_id) sent again with another body", "idempotency_conflict")
+
+
+def _engine(summary, description, request, request_example, response, example, **responses):
+    return {"post": {
+        "tags": ["engine"], "summary": summary, "description": description, "security": ENGINE_SECURITY,
+        "requestBody": {"required": True, "content": {JSON: {"schema": request, "example": request_example}}},
+        "responses": {"200": _json(response, "Done", example), **responses, **ENGINE_COMMON},
+    }}
+
+
+OPERATIONS.update({
+    "/engine/claim": _engine(
+        "Reserve a lead: progressive, predictive, redial or inbound",
+        "progressive: the next due lead for `agent_id` (due Callback, Pending, Abandoned, Not Connected); "
+        "predictive: one for the skills of whoever is free (then /engine/bridge); redial and inbound: "
+        "`oli_id` for `agent_id` (reopens Received, Rejected and Disposed). The lead becomes Calling and "
+        "reserved. Sent again with the same `request_id`, it answers the same lead and reserves nothing more.",
+        "EngineClaimRequest", {"mode": "progressive", "agent_id": 501, "request_id": "c-7f3a-0001"},
+        "EngineClaimResponse", None,
+        **{"404": _json("Error", "`unknown_agent` or `unknown_oli_id`", {"ok": False, "error": "unknown_agent"}),
+           "409": _json("Error", "`lead_in_flight`, `not_claimable` (with `reason`: maintenance, panel_inactive, "
+                                 "paused, ami_busy, wrap_up, outbound_blocked) or `idempotency_conflict`",
+                        {"ok": False, "error": "not_claimable", "reason": "ami_busy"})},
+    ),
+    "/engine/bridge": _engine(
+        "Predictive: the customer answered; a free skilled agent, or null (hold)",
+        "The agent chosen is marked AMI-busy. A customer who hangs up while held is settled `abandoned`.",
+        "EngineBridgeRequest", {"oli_id": "CRM-2026-000042", "request_id": "b-7f3a-0001"},
+        "EngineBridgeResponse", {"ok": True, "oli_id": "CRM-2026-000042", "agent_id": 501},
+        **{"404": _error("No lead has this oli_id", "unknown_oli_id"),
+           "409": _json("Error", "`lead_not_live` (the lead is not on a call) or `idempotency_conflict`",
+                        {"ok": False, "error": "lead_not_live"})},
+    ),
+    "/engine/call-connected": _engine(
+        "A bridged outgoing or redial call connected: open the agent's missed activity",
+        "Settle ends it and starts the grace window; without a CRM callback or disposition by then the "
+        "agent's outbound is paused.",
+        "EngineCallConnectedRequest", {"oli_id": "CRM-2026-000042", "agent_id": 501, "request_id": "m-7f3a-0001"},
+        "EngineCallConnectedResponse", {"ok": True, "missed_activity_id": 12},
+        **{"404": _json("Error", "`unknown_oli_id` or `unknown_agent`", {"ok": False, "error": "unknown_agent"}),
+           "409": REUSED},
+    ),
+    "/engine/settle": _engine(
+        "The hangup of a live call: the state table's transition, then the latest held CRM action",
+        "Records the attempt, applies the outcome (Received; Not Connected on the retry schedule, or Disposed "
+        "at max_tries; Rejected; Abandoned; an originate failure restores the status), clears the "
+        "reservation, starts the missed activity's grace window, then applies the newest held callback or "
+        "disposition, which wins. A settle is known by `call_id`, else by `oli_id` and `started_at`: sent "
+        "again, it settles nothing more and answers the first result.",
+        "EngineSettleRequest", {"oli_id": "CRM-2026-000042", "outcome": "no_answer", "agent_id": 501,
+                                "started_at": "2026-11-21 10:00:05", "hangup_by": "customer", "hangup_cause": "19",
+                                "call_id": "1732183205.42"},
+        "EngineSettleResponse", None,
+        **{"404": _error("No lead has this oli_id", "unknown_oli_id"),
+           "409": _json("Error", "`lead_not_live` (nothing to settle) or `idempotency_conflict`",
+                        {"ok": False, "error": "lead_not_live"})},
+    ),
+    "/engine/agent-state": _engine(
+        "What the engine knows of an agent: panel, AMI idle, wrap-up; answers the availability",
+        "Fields left out are kept; `wrapup_seconds: 0` ends wrap-up.",
+        "EngineAgentStateRequest", {"agent_id": 501, "ami_idle": True, "wrapup_seconds": 30},
+        "EngineAgentStateResponse", None,
+        **{"404": _error("No agent has this id", "unknown_agent")},
+    ),
+})
 OPERATIONS["/api/master"] = {"post": {**OPERATIONS["/api/leads"]["post"], "summary": "Same handler as /api/leads"}}
 OPERATIONS["/api/health"] = {"get": {**OPERATIONS["/health"]["get"], "summary": "Same as /health"}}
 
@@ -237,13 +380,19 @@ SCHEMAS = {
     "PendingDispositionResponse": PendingDispositionResponseSchema,
     "MissedActivitiesResponse": MissedActivitiesResponseSchema, "PauseReasonsResponse": PauseReasonsResponseSchema,
     "HealthzResponse": HealthzResponseSchema, "HealthResponse": HealthResponseSchema,
+    "EngineClaimRequest": schemas.EngineClaimSchema, "EngineBridgeRequest": schemas.EngineBridgeSchema,
+    "EngineCallConnectedRequest": schemas.EngineCallConnectedSchema, "EngineSettleRequest": schemas.EngineSettleSchema,
+    "EngineAgentStateRequest": schemas.EngineAgentStateSchema, "EngineClaimResponse": EngineClaimResponseSchema,
+    "EngineBridgeResponse": EngineBridgeResponseSchema, "EngineCallConnectedResponse": EngineCallConnectedResponseSchema,
+    "EngineSettleResponse": EngineSettleResponseSchema, "EngineAgentStateResponse": EngineAgentStateResponseSchema,
 }
 
 DESCRIPTION = """The push interface of an outbound dialer: CRMs upsert leads into the master table,
 set callbacks and file dispositions, which are held while a lead is live on a call and applied when
 it settles. Every error is `{"ok": false, "error": CODE}` (400 adds `details`). The key goes in
-`Authorization: Bearer`, `X-API-Key` or `X-Access-Key`. Agent panels use the websocket at `/ws`
-(see the README). Times: `YYYY-MM-DD HH:MM[:SS]` is wall-clock time in the service's DB_TIMEZONE;
+`Authorization: Bearer`, `X-API-Key` or `X-Access-Key`: the CRM's WS_SECRET, except for the
+dialing engine's operations under `/engine/` (tag `engine`), which take ENGINE_SECRET. Agent panels
+use the websocket at `/ws` (see the README). Times: `YYYY-MM-DD HH:MM[:SS]` is wall-clock time in the service's DB_TIMEZONE;
 ISO 8601 with an offset is converted. With daylight saving, a wall-clock time that does not exist
 moves forward by the gap and one that exists twice is its first occurrence (README, "Time and
 daylight saving")."""
@@ -259,10 +408,17 @@ def build():
     spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
     spec.components.security_scheme("apiKeyHeader", {"type": "apiKey", "in": "header", "name": "X-API-Key"})
     spec.components.security_scheme("accessKeyHeader", {"type": "apiKey", "in": "header", "name": "X-Access-Key"})
+    engine_key = "ENGINE_SECRET, the dialing engine's key (only /engine/)"
+    spec.components.security_scheme("engineBearerAuth", {"type": "http", "scheme": "bearer", "description": engine_key})
+    spec.components.security_scheme("engineApiKeyHeader", {"type": "apiKey", "in": "header", "name": "X-API-Key",
+                                                           "description": engine_key})
+    spec.components.security_scheme("engineAccessKeyHeader", {"type": "apiKey", "in": "header", "name": "X-Access-Key",
+                                                              "description": engine_key})
     for name, schema in SCHEMAS.items():
         spec.components.schema(name, schema=schema)
     for path, operations in OPERATIONS.items():
         spec.path(path=path, operations={method: {"security": SECURITY, **op} for method, op in operations.items()})
+    spec.tag({"name": "engine", "description": "The dialing engine's operations (ENGINE_SECRET); see the README"})
     document = spec.to_dict()
     document["security"] = SECURITY
     return document

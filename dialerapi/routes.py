@@ -9,7 +9,7 @@ import json
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import actions, agents, catalog, clock, health, leads, limits, observability, openapi, schemas
+from . import actions, agents, catalog, clock, engine, health, leads, limits, observability, openapi, schemas
 from .auth import public
 from .db import get_db
 from .errors import ApiError
@@ -20,8 +20,9 @@ agents_bp = Blueprint("agents", __name__)
 catalog_bp = Blueprint("catalog", __name__)
 health_bp = Blueprint("health", __name__)
 docs_bp = Blueprint("api_docs", __name__)
+engine_bp = Blueprint("engine", __name__, url_prefix="/engine")
 
-blueprints = (leads_bp, callbacks_bp, agents_bp, catalog_bp, health_bp, docs_bp)
+blueprints = (leads_bp, callbacks_bp, agents_bp, catalog_bp, health_bp, docs_bp, engine_bp)
 
 
 def json_body():
@@ -145,6 +146,50 @@ def metrics():
     """Prometheus metrics (text exposition format); authenticated like every non-public path."""
     body = observability.exposition(current_app.config["DATABASE_URL"])
     return Response(body, mimetype="text/plain", headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+
+@engine_bp.post("/claim")
+def engine_claim():
+    """Reserve a lead for the dialing engine (lead-intake-api.md, "Claim and retry rules"): 200 {ok, lead or null}.
+
+    404 unknown_agent / unknown_oli_id; 409 lead_in_flight, not_claimable (with `reason`), idempotency_conflict.
+    """
+    claim = load(schemas.EngineClaimSchema().load, json_body())
+    return {"ok": True, **get_db().run(engine.claim, claim, clock.now(db_timezone()))}
+
+
+@engine_bp.post("/bridge")
+def engine_bridge():
+    """Predictive: a free agent with the lead's skill and priority, or null (hold): 200 {ok, oli_id, agent_id}."""
+    bridge = load(schemas.EngineBridgeSchema().load, json_body())
+    return {"ok": True, **get_db().run(engine.bridge, bridge, clock.now(db_timezone()))}
+
+
+@engine_bp.post("/call-connected")
+def engine_call_connected():
+    """A bridged outgoing or redial call connected: open the missed activity. 200 {ok, missed_activity_id}."""
+    connected = load(schemas.EngineCallConnectedSchema().load, json_body())
+    tz = db_timezone()
+    return {"ok": True, **get_db().run(engine.call_connected, connected, clock.now(tz), tz)}
+
+
+@engine_bp.post("/settle")
+def engine_settle():
+    """The hangup of a live call (decisions.md D6): 200 {ok, lead, applied}; 409 lead_not_live."""
+    hangup = load(schemas.EngineSettleSchema().load, json_body())
+    tz, config = db_timezone(), current_app.config
+    return {"ok": True, **get_db().run(
+        engine.settle, hangup, clock.now(tz), tz, grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"],
+        release_retry_ms=config["RELEASE_RETRY_MS"],
+    )}
+
+
+@engine_bp.post("/agent-state")
+def engine_agent_state():
+    """Panel, AMI idle and wrap-up as the engine learns them: 200 {ok, agent} with the availability."""
+    state = load(schemas.EngineAgentStateSchema().load, json_body())
+    tz = db_timezone()
+    return {"ok": True, **get_db().run(engine.agent_state, state, clock.now(tz), tz)}
 
 
 @docs_bp.get("/openapi.json")

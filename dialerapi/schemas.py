@@ -17,6 +17,9 @@ from marshmallow.experimental.context import Context
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from .clock import instant, parse_wall_clock
+from .agents import CONNECTED_CALL_TYPES
+from .dialstate import CALL_TYPES, OUTCOMES
+from .engine import CLAIM_MODES
 
 RequestContext = Context[dict]
 
@@ -242,3 +245,91 @@ class MissedActivitiesQuery(Schema):
     @post_load
     def to_lookup(self, data, **kwargs):
         return {"agent_id": data["agentId"]} if "agentId" in data else {"extension": data["extension"]}
+
+
+# --- the engine API (/engine/) ------------------------------------------------------------------
+# snake_case like the columns the engine shares (decisions.md D1); times per D2.
+
+class StrictBoolean(fields.Boolean):
+    """A JSON true or false only."""
+
+    truthy = {True}
+    falsy = {False}
+    default_error_messages = {"invalid": "must be true or false"}
+
+
+def _request_id():
+    return Text(required=True, validate=Length(1, 100),
+                metadata={"description": "Your id of this request: a retry with the same id gets the first answer"})
+
+
+def _engine_oli_id(**kwargs):
+    return Text(validate=Length(1, 100), **kwargs)
+
+
+class EngineClaimSchema(ApiSchema):
+    """POST /engine/claim: {mode, request_id, agent_id?, oli_id?}.
+
+    progressive: agent_id; predictive: neither; redial and inbound: agent_id and oli_id.
+    """
+
+    mode = Text(required=True, validate=OneOf(CLAIM_MODES))
+    request_id = _request_id()
+    agent_id = StrictInteger(validate=EMPLOYEE_ID)
+    oli_id = _engine_oli_id()
+
+    @validates_schema(skip_on_field_errors=True)
+    def fields_of_the_mode(self, data, **kwargs):
+        needs = {"progressive": {"agent_id"}, "predictive": set()}.get(data["mode"], {"agent_id", "oli_id"})
+        errors = {}
+        for field in ("agent_id", "oli_id"):
+            if field in needs and field not in data:
+                errors[field] = [f"required for mode {data['mode']}"]
+            elif field not in needs and field in data:
+                errors[field] = [f"not taken by mode {data['mode']}"]
+        if errors:
+            raise ValidationError(errors)
+
+
+class EngineBridgeSchema(ApiSchema):
+    """POST /engine/bridge: {oli_id, request_id}."""
+
+    oli_id = _engine_oli_id(required=True)
+    request_id = _request_id()
+
+
+class EngineCallConnectedSchema(ApiSchema):
+    """POST /engine/call-connected: {oli_id, agent_id, call_type (outbound or redial), request_id}."""
+
+    oli_id = _engine_oli_id(required=True)
+    agent_id = StrictInteger(required=True, validate=EMPLOYEE_ID)
+    call_type = Text(load_default="outbound", validate=OneOf(CONNECTED_CALL_TYPES))
+    request_id = _request_id()
+
+
+class EngineSettleSchema(ApiSchema):
+    """POST /engine/settle: {oli_id, outcome, started_at, agent_id?, call_type, hangup_by?, hangup_cause?, call_id?}.
+
+    started_at per D2 (wall-clock DB_TIMEZONE, or ISO 8601 with an offset), loaded as a naive
+    DB_TIMEZONE datetime. A settle is known by call_id when given, else by oli_id and started_at.
+    """
+
+    oli_id = _engine_oli_id(required=True)
+    outcome = Text(required=True, validate=OneOf(list(OUTCOMES)))
+    started_at = WallClockDateTime(required=True)
+    agent_id = StrictInteger(validate=EMPLOYEE_ID)
+    call_type = Text(load_default="outbound", validate=OneOf(CALL_TYPES))
+    hangup_by = Text(validate=Length(1, 32))
+    hangup_cause = Text(validate=Length(1, 64))
+    call_id = Text(validate=Length(1, 100),
+                   metadata={"description": "Your id of the call: a settle sent again with it answers the first result"})
+
+
+class EngineAgentStateSchema(ApiSchema):
+    """POST /engine/agent-state: {agent_id, panel_active?, ami_idle?, wrapup_seconds?}; what is left out is kept."""
+
+    agent_id = StrictInteger(required=True, validate=EMPLOYEE_ID)
+    panel_active = StrictBoolean()
+    ami_idle = StrictBoolean()
+    wrapup_seconds = StrictInteger(validate=Range(0, 86400, error="must be 0-86400 seconds"),
+                                   metadata={"description": "In wrap-up for this many seconds from now; 0 ends it"})

@@ -1,8 +1,10 @@
 """A floor simulator: a day of dialing on a virtual clock against the real database and HTTP API.
 
 `dialerapi simulate` pushes leads through POST /api/leads, adds agents, and plays the dialing
-engine: progressive claims (claims.claim_next), outcomes drawn from `Rates`, ring, talk and
-wrap-up times, missed activities for bridged calls, settle, the blocking job and the sweep. After
+engine: progressive claims, outcomes drawn from `Rates`, ring, talk and wrap-up times, missed
+activities for bridged calls, settle, the blocking job and the sweep. The engine calls either the
+Python library (`LibraryEngine`: claims, agents, dialstate) or the engine API (`HttpEngine`: POST
+/engine/..., exactly what an engine in another language sends). After
 answered calls the CRM files callbacks and dispositions through POST /api/pending-callbacks and
 /api/pending-dispositions, some while the call is still live (held, applied at settle); some
 agents forget to, get blocked after the grace window and file late.
@@ -55,8 +57,83 @@ class Call:
     agent_id: int
     oli_id: str
     outcome: str
+    started_at: object
     ends_at: object
     needs_filing: bool  # answered, and the CRM outcome was not filed during the call
+
+
+@dataclass
+class Claimed:
+    oli_id: str
+    previous_dial_status: str
+    callback_scheduled_at: object  # naive DB_TIMEZONE datetime or None
+
+
+class LibraryEngine:
+    """An engine written in Python: the claims, agents and dialstate functions, each in a transaction."""
+
+    name = "library"
+
+    def __init__(self, floor):
+        self.floor = floor
+        self.db = floor.db
+
+    def state(self, agent_id, *, panel_active=None, ami_idle=None, wrapup_seconds=None):
+        wrapup_until = claims.KEEP if wrapup_seconds is None else (
+            self.floor.later(seconds=wrapup_seconds) if wrapup_seconds else None)
+        self.db.run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
+                    wrapup_until=wrapup_until)
+
+    def claim(self, agent_id):
+        row = self.db.run(claims.claim_next, agent_id, self.floor.now)
+        return row and Claimed(row["oli_id"], row["previous_dial_status"], row["callback_scheduled_at"])
+
+    def connected(self, oli_id, agent_id):
+        self.db.run(agents.open_missed_activity, oli_id, agent_id, self.floor.now, self.floor.tz)
+
+    def settle(self, call):
+        config = self.floor.app.config
+        self.db.run(dialstate.settle, call.oli_id, call.outcome, self.floor.now, tz=self.floor.tz,
+                    grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"], release_retry_ms=config["RELEASE_RETRY_MS"],
+                    agent_id=call.agent_id, started_at=call.started_at)
+
+
+class HttpEngine:
+    """An engine in any language: every operation a POST to /engine/ with ENGINE_SECRET, as JSON."""
+
+    name = "http"
+
+    def __init__(self, floor):
+        self.floor = floor
+        self.headers = {"Authorization": f"Bearer {floor.app.config['ENGINE_SECRET']}"}
+        self.requests = 0
+
+    def _post(self, operation, body):
+        return self.floor.http(f"/engine/{operation}", body, expect=(200,), headers=self.headers).get_json()
+
+    def _request_id(self):
+        self.requests += 1
+        return f"{self.floor.run_id}-{self.requests}"
+
+    def state(self, agent_id, **fields):
+        self._post("agent-state", {"agent_id": agent_id, **{k: v for k, v in fields.items() if v is not None}})
+
+    def claim(self, agent_id):
+        lead = self._post("claim", {"mode": "progressive", "agent_id": agent_id, "request_id": self._request_id()})["lead"]
+        if lead is None:
+            return None
+        due = lead["callback_scheduled_at"]
+        return Claimed(lead["oli_id"], lead["previous_dial_status"], due and clock.parse_wall_clock(due, self.floor.tz))
+
+    def connected(self, oli_id, agent_id):
+        self._post("call-connected", {"oli_id": oli_id, "agent_id": agent_id, "request_id": self._request_id()})
+
+    def settle(self, call):
+        self._post("settle", {"oli_id": call.oli_id, "outcome": call.outcome, "agent_id": call.agent_id,
+                              "started_at": clock.format_wall_clock(call.started_at)})
+
+
+ENGINES = {engine_class.name: engine_class for engine_class in (LibraryEngine, HttpEngine)}
 
 
 @dataclass
@@ -69,10 +146,11 @@ class Report:
     blocked_agent_minutes: float
     series: list
     chart: str | None
+    engine: str
 
 
 class Floor:
-    def __init__(self, app, agents_n, leads_n, rng, rates, start):
+    def __init__(self, app, agents_n, leads_n, rng, rates, start, engine_name="library"):
         self.app = app
         self.db = app.extensions["dialerapi.db"]
         self.tz = app.config["DB_TIMEZONE"]
@@ -93,6 +171,7 @@ class Floor:
         self.call_count = 0
         self.blocked_seconds = 0.0
         self.series = []
+        self.engine = ENGINES[engine_name](self)
 
     @property
     def now(self):
@@ -107,7 +186,7 @@ class Floor:
         for agent_id in self.agent_ids:
             skills = self.rng.sample(self.form_types, self.rng.choice((1, 2)))
             self.db.run(agents.save_agent, agent_id, str(agent_id), f"Sim agent {agent_id}", skills, [])
-            self.db.run(claims.set_availability, agent_id, panel_active=True, ami_idle=True, wrapup_until=None)
+            self.engine.state(agent_id, panel_active=True, ami_idle=True, wrapup_seconds=0)
         leads = []
         for n in range(1, self.leads_n + 1):
             lead = {"oli_id": f"{self.run_id}-{n}", "phone_number": f"9{self.rng.randint(0, 999999999):09d}",
@@ -117,7 +196,7 @@ class Floor:
                 lead.update(priority_id=1, callback_scheduled_at=f"{due:%Y-%m-%d %H:%M:%S}")
             leads.append(lead)
         for start in range(0, len(leads), 500):
-            self._http("/api/leads", {"leads": leads[start:start + 500]}, expect=(201,))
+            self.http("/api/leads", {"leads": leads[start:start + 500]}, expect=(201,))
 
     def settle_live_calls(self):
         """End the calls still live with their outcome, so no simulated lead stays reserved."""
@@ -133,8 +212,9 @@ class Floor:
 
     # --- one tick ------------------------------------------------------------------------------------
 
-    def _http(self, path, body, expect):
-        response = self.client.post(path, json=body, headers=self.headers)
+    def http(self, path, body, expect, headers=None):
+        """POST through the app's own request path; raise RuntimeError on a status not in `expect`."""
+        response = self.client.post(path, json=body, headers=headers or self.headers)
         if response.status_code not in expect:
             raise RuntimeError(f"{path} answered {response.status_code}: {response.get_data(as_text=True)[:200]}")
         return response
@@ -142,41 +222,38 @@ class Floor:
     def _file_outcome(self, oli_id):
         if self.rng.random() < self.rates.callback_share:
             when = self.later(minutes=self.rng.randint(30, 240))
-            self._http("/api/pending-callbacks", {"oliId": oli_id, "scheduledAt": f"{when:%Y-%m-%d %H:%M:%S}"},
+            self.http("/api/pending-callbacks", {"oliId": oli_id, "scheduledAt": f"{when:%Y-%m-%d %H:%M:%S}"},
                        expect=(200, 202))
         else:
-            self._http("/api/pending-dispositions", {"oliId": oli_id, "reason": self.rng.choice(DISPOSITIONS)},
+            self.http("/api/pending-dispositions", {"oliId": oli_id, "reason": self.rng.choice(DISPOSITIONS)},
                        expect=(200, 202))
 
     def _start_calls(self):
         for agent_id in self.agent_ids:
             if agent_id in self.calls or self.idle_until.get(agent_id, self.now) > self.now:
                 continue
-            row = self.db.run(claims.claim_next, agent_id, self.now)
-            if row is None:
+            lead = self.engine.claim(agent_id)
+            if lead is None:
                 self.idle_until[agent_id] = self.later(seconds=30)
                 continue
-            if row["previous_dial_status"] == dialstate.CALLBACK and row["callback_scheduled_at"]:
+            if lead.previous_dial_status == dialstate.CALLBACK and lead.callback_scheduled_at:
                 self.callbacks_due += 1
-                self.callbacks_on_time += self.now - row["callback_scheduled_at"] <= ON_TIME
+                self.callbacks_on_time += self.now - lead.callback_scheduled_at <= ON_TIME
             outcome = self.rng.choices(list(self.rates.outcomes), weights=list(self.rates.outcomes.values()))[0]
             seconds = self.rng.randint(*self.rates.ring_seconds)
             needs_filing = outcome == "answered"
             if needs_filing:
                 seconds += self.rng.randint(*self.rates.talk_seconds)
-                self.db.run(agents.open_missed_activity, row["oli_id"], agent_id, self.now, self.tz)
+                self.engine.connected(lead.oli_id, agent_id)
                 if self.rng.random() < self.rates.files_outcome * self.rates.during_call:
-                    self._file_outcome(row["oli_id"])
+                    self._file_outcome(lead.oli_id)
                     needs_filing = False
-            self.db.run(claims.set_availability, agent_id, ami_idle=False)
-            ends_at = self.later(seconds=seconds)
-            self.calls[agent_id] = Call(agent_id, row["oli_id"], outcome, ends_at, needs_filing)
+            self.engine.state(agent_id, ami_idle=False)
+            self.calls[agent_id] = Call(agent_id, lead.oli_id, outcome, self.now, self.later(seconds=seconds),
+                                        needs_filing)
 
     def _settle(self, call):
-        config = self.app.config
-        self.db.run(dialstate.settle, call.oli_id, call.outcome, self.now, tz=self.tz,
-                    grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"],
-                    release_retry_ms=config["RELEASE_RETRY_MS"], agent_id=call.agent_id)
+        self.engine.settle(call)
         self.call_count += 1
 
     def _end_calls(self):
@@ -185,9 +262,9 @@ class Floor:
             if call.ends_at > self.now:
                 continue
             self._settle(call)
-            wrapup = self.later(seconds=self.rng.randint(*self.rates.wrapup_seconds))
-            self.db.run(claims.set_availability, agent_id, ami_idle=True, wrapup_until=wrapup)
-            self.idle_until[agent_id] = wrapup
+            wrapup_seconds = self.rng.randint(*self.rates.wrapup_seconds)
+            self.engine.state(agent_id, ami_idle=True, wrapup_seconds=wrapup_seconds)
+            self.idle_until[agent_id] = self.later(seconds=wrapup_seconds)
             del self.calls[agent_id]
             if call.needs_filing:
                 if self.rng.random() < self.rates.files_outcome:
@@ -225,12 +302,16 @@ class Floor:
             attempts_per_lead=Counter({r["attempts"]: r["n"] for r in attempts}),
             calls=self.call_count, callbacks_due=self.callbacks_due, callbacks_on_time=self.callbacks_on_time,
             blocked_agent_minutes=round(self.blocked_seconds / 60, 1), series=self.series,
-            chart=draw_chart(self.series, chart_path, self.run_id) if chart_path else None,
+            chart=draw_chart(self.series, chart_path, self.run_id) if chart_path else None, engine=self.engine.name,
         )
 
 
-def run(app, *, agents_n, leads_n, hours, speed, seed=1, rates=None, chart_path="simulation.png", progress=None):
+def run(app, *, agents_n, leads_n, hours, speed, seed=1, rates=None, chart_path="simulation.png", progress=None,
+        engine_name="library"):
     """Simulate `hours` of a floor of `agents_n` agents dialing `leads_n` pushed leads; return a Report.
+
+    `engine_name`: "library" (the engine calls the Python functions) or "http" (it POSTs to the app's
+    /engine/ endpoints, which need ENGINE_SECRET in the app's config).
 
     The virtual clock starts at 09:00 today (DB_TIMEZONE) and advances 5 s of elapsed time a tick;
     `speed` is virtual seconds per real second (0: as fast as the database allows).
@@ -239,7 +320,7 @@ def run(app, *, agents_n, leads_n, hours, speed, seed=1, rates=None, chart_path=
     """
     tz = app.config["DB_TIMEZONE"]
     start = clock.instant(clock.normalize(clock.now(tz).replace(hour=9, minute=0, second=0), tz), tz)
-    floor = Floor(app, agents_n, leads_n, random.Random(seed), rates or Rates(), start)
+    floor = Floor(app, agents_n, leads_n, random.Random(seed), rates or Rates(), start, engine_name)
     previous_source = clock.set_utc_source(lambda: floor.utc)
     try:
         floor.setup()
@@ -293,7 +374,8 @@ def draw_chart(series, path, title):
 
 def summary(report, agents_n, leads_n, hours):
     """The text table printed at the end of `dialerapi simulate`."""
-    lines = [f"\nsimulated {hours:g} h, {agents_n} agents, {leads_n} leads: {report.calls} calls", ""]
+    lines = [f"\nsimulated {hours:g} h, {agents_n} agents, {leads_n} leads, engine {report.engine}: {report.calls} calls",
+             ""]
     lines.append(f"{'final dial_status':<22}{'leads':>8}")
     for status, n in sorted(report.statuses.items(), key=lambda item: -item[1]):
         lines.append(f"{status:<22}{n:>8}")

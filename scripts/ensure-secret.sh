@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Writes a generated WS_SECRET into ./.env when neither the environment nor .env has one, and prints it.
+# Writes a generated WS_SECRET (the CRM's key) and ENGINE_SECRET (the dialing engine's key, for
+# /engine/) into ./.env when neither the environment nor .env has one, and prints what it wrote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -n "${WS_SECRET:-}" ] || grep -qE '^[[:space:]]*(export[[:space:]]+)?WS_SECRET[[:space:]]*=[[:space:]]*[^[:space:]]' .env 2>/dev/null; then
-  exit 0
-fi
-secret=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
-printf 'WS_SECRET=%s\n' "$secret" >> .env
-chmod 600 .env
-echo "Generated the service secret and saved it in .env:"
-echo "  WS_SECRET=$secret"
-echo "Send it as 'Authorization: Bearer <secret>', 'X-API-Key' or 'X-Access-Key'."
+
+ensure() {  # ensure NAME WHAT
+  local name=$1 what=$2
+  if [ -n "${!name:-}" ] || grep -qE "^[[:space:]]*(export[[:space:]]+)?$name[[:space:]]*=[[:space:]]*[^[:space:]]" .env 2>/dev/null; then
+    return 0
+  fi
+  local secret
+  secret=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
+  printf '%s=%s\n' "$name" "$secret" >> .env
+  chmod 600 .env
+  echo "Generated $what and saved it in .env:"
+  echo "  $name=$secret"
+}
+
+ensure WS_SECRET "the service secret (CRM, agent panels, health)"
+ensure ENGINE_SECRET "the dialing engine's secret (/engine/ only)"

@@ -33,6 +33,7 @@ from dialerapi.limits import limiter
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-1234567890-abcdef"
+ENGINE_SECRET = "test-engine-secret-0987654321"
 # The zone the apps under test run in: DB_TIMEZONE from the environment or .env, as create_app reads it.
 TZ = settings.load({"DATABASE_URL": "mysql://tests@127.0.0.1/unused", "WS_SECRET": SECRET})["DB_TIMEZONE"]
 # "Now" for every test that does not set its own: a Saturday mid-morning, inside the work window.
@@ -40,7 +41,7 @@ DEFAULT_NOW = datetime(2026, 11, 21, 10, 0, 0)
 DATA_TABLES = (
     "sales_master", "sales_pending_actions", "sales_call_attempts", "sales_agents", "sales_agent_skills",
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
-    "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox",
+    "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox", "dialerapi_engine_replies",
 )
 
 
@@ -151,7 +152,8 @@ def sql(sql_session):
 
 
 def make_app(database_url, **overrides):
-    config = {"DATABASE_URL": database_url, "WS_SECRET": SECRET, "JOBS_ENABLED": False, "TESTING": True}
+    config = {"DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET, "JOBS_ENABLED": False,
+              "TESTING": True}
     config.update(overrides)
     return create_app(config)
 
@@ -176,6 +178,12 @@ def client(app):
 def auth():
     """Headers carrying the test secret."""
     return {"Authorization": f"Bearer {SECRET}"}
+
+
+@pytest.fixture
+def engine_auth():
+    """Headers carrying the engine's test secret (ENGINE_SECRET, for /engine/)."""
+    return {"Authorization": f"Bearer {ENGINE_SECRET}"}
 
 
 @pytest.fixture
@@ -227,7 +235,8 @@ def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, **settings):
     """
     port = free_port()
     env = faketime.environment({
-        **os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "JOBS_ENABLED": "false",
+        **os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET,
+        "JOBS_ENABLED": "false",
         "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers), **settings,
     }, at=aware(now))
     with open(log, "wb") as out:

@@ -275,7 +275,7 @@ def test_settle_queues_an_event_for_the_agent(app, agent, new_lead, make_live, s
 def test_outbox_rows_older_than_an_hour_are_pruned_once_per_tick(app, sql):
     sql("INSERT INTO dialerapi_outbox (agent_id, created_at) VALUES (501, %s), (502, %s)",
         NOW - timedelta(minutes=61), NOW - timedelta(minutes=59))
-    assert jobs.prune_tick(app) == 1
+    assert jobs.prune_tick(app) == {"outbox": 1, "engine_replies": 0}
     assert [r["agent_id"] for r in sql("SELECT agent_id FROM dialerapi_outbox")] == [502]
     assert jobs.prune_tick(app) is None
 

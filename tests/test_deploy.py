@@ -11,7 +11,7 @@ import time
 import pytest
 from simple_websocket import Client
 
-from conftest import ROOT, SECRET, ensure_program, free_port, start_gunicorn
+from conftest import ENGINE_SECRET, ROOT, SECRET, ensure_program, free_port, start_gunicorn
 
 SITE = ROOT / "deploy" / "nginx" / "dialerapi.conf"
 LEAD = {"oli_id": "NG-1", "phone_number": "+91 98765 43210", "client_name": "Asha", "form_type": "f", "priority_id": 2}
@@ -100,6 +100,17 @@ def test_rate_limits_count_the_address_nginx_saw(proxied, sql):
     spoofed = {**headers, "X-Forwarded-For": "203.0.113.9"}
     assert request("POST", proxied, path, body, spoofed, source="127.0.0.2")[0] == 429, "a forged header does not help"
     assert request("POST", proxied, path, body, headers, source="127.0.0.3")[0] == 404, "another client, another counter"
+
+
+def test_the_engine_api_only_from_the_engine_network(proxied, sql):
+    body = json.dumps({"agent_id": 999, "ami_idle": True})
+    headers = {"X-API-Key": ENGINE_SECRET, "Content-Type": "application/json"}
+    status, _, answer = request("POST", proxied, "/engine/agent-state", body, headers, source="127.0.0.1")
+    assert (status, json.loads(answer)) == (404, {"ok": False, "error": "unknown_agent"}), "allowed: reaches the service"
+    status, headers_out, answer = request("POST", proxied, "/engine/agent-state", body, headers, source="127.0.0.2")
+    assert (status, json.loads(answer)) == (403, {"ok": False, "error": "forbidden"})
+    assert headers_out["Content-Type"].startswith("application/json")
+    assert request("GET", proxied, "/healthz", source="127.0.0.2")[0] == 200, "the rest of the API stays open"
 
 
 def test_the_systemd_unit_and_the_cron_line_use_the_shipped_files():

@@ -12,7 +12,7 @@ from schemathesis.specs.openapi.checks import (
     content_type_conformance, response_headers_conformance, response_schema_conformance, status_code_conformance,
 )
 
-from conftest import SECRET
+from conftest import ENGINE_SECRET, SECRET
 
 EXAMPLES_PER_OPERATION = 40
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
@@ -33,7 +33,8 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @schema.parametrize()
 @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_answers_as_documented(case):
-    case.call_and_validate(headers={"X-API-Key": SECRET}, checks=CHECKS)
+    key = ENGINE_SECRET if case.path.startswith("/engine/") else SECRET
+    case.call_and_validate(headers={"X-API-Key": key}, checks=CHECKS)
 
 
 def test_the_document_covers_every_route_status_and_auth_header(client, app):
@@ -44,8 +45,13 @@ def test_the_document_covers_every_route_status_and_auth_header(client, app):
               if not rule.rule.startswith(("/docs", "/openapi.json", "/ws"))}
     assert served == documented
     schemes = document["components"]["securitySchemes"]
-    assert {(s["type"], s.get("scheme"), s.get("name")) for s in schemes.values()} == {
-        ("http", "bearer", None), ("apiKey", None, "X-API-Key"), ("apiKey", None, "X-Access-Key")}
+    assert [(s["type"], s.get("scheme"), s.get("name")) for s in schemes.values()] == 2 * [
+        ("http", "bearer", None), ("apiKey", None, "X-API-Key"), ("apiKey", None, "X-Access-Key")]
+    for path in ("/engine/claim", "/engine/bridge", "/engine/call-connected", "/engine/settle", "/engine/agent-state"):
+        operation = document["paths"][path]["post"]
+        assert operation["tags"] == ["engine"] and {next(iter(s)) for s in operation["security"]} == {
+            "engineBearerAuth", "engineApiKeyHeader", "engineAccessKeyHeader"}
+        assert {"200", "400", "401"} <= set(operation["responses"])
     push = document["paths"]["/api/leads"]["post"]
     assert set(push["responses"]) == {"201", "400", "401", "413", "500"}
     assert set(document["paths"]["/api/send-callback-request"]["post"]["responses"]) >= {"200", "404", "409", "429"}

@@ -1,31 +1,50 @@
 -- The claim (lead-intake-api.md "Claim and retry rules"). Candidates are read without locks, one
--- bucket and one form_type at a time so that each read walks an index in due order; the chosen
--- row is then locked with SKIP LOCKED, so two engines never get the same lead.
+-- form_type at a time, each bucket's branch walking its claim index in due order; the chosen row is
+-- then locked with SKIP LOCKED, so two engines never get the same lead.
 
 -- name: lock_agent(agent_id)^
-SELECT * FROM sales_agents WHERE id = :agent_id FOR UPDATE;
+-- The agent, locked, with their skills and allowed priorities (';'-separated). The subqueries
+-- read without locks: a locking read does not lock the rows of its subqueries.
+SELECT a.*,
+       (SELECT GROUP_CONCAT(s.form_type ORDER BY s.form_type SEPARATOR ';')
+          FROM sales_agent_skills AS s WHERE s.agent_id = a.id) AS skills,
+       (SELECT GROUP_CONCAT(p.priority_id ORDER BY p.priority_id SEPARATOR ';')
+          FROM sales_agent_priorities AS p WHERE p.agent_id = a.id) AS priorities
+FROM sales_agents AS a
+WHERE a.id = :agent_id
+FOR UPDATE;
 
--- name: agent_skills(agent_id)
-SELECT form_type FROM sales_agent_skills WHERE agent_id = :agent_id ORDER BY form_type;
-
--- name: agent_priorities(agent_id)
-SELECT priority_id FROM sales_agent_priorities WHERE agent_id = :agent_id;
-
--- name: due_callbacks(form_type, now, all_priorities, priorities, max_rows)
-SELECT id, callback_scheduled_at AS due FROM sales_master
-WHERE dial_status = 'Callback' AND isReserved = 0 AND form_type = :form_type
-  AND (callback_scheduled_at IS NULL OR callback_scheduled_at <= :now)
-  AND (:all_priorities OR priority_id IN :priorities)
-ORDER BY callback_scheduled_at, id
-LIMIT :max_rows;
-
--- name: due_retries(status, form_type, now, null_is_due, all_priorities, priorities, max_rows)
-SELECT id, next_retry_at AS due FROM sales_master
-WHERE dial_status = :status AND isReserved = 0 AND form_type = :form_type
-  AND (next_retry_at <= :now OR (:null_is_due AND next_retry_at IS NULL))
-  AND (:all_priorities OR priority_id IN :priorities)
-ORDER BY next_retry_at, id
-LIMIT :max_rows;
+-- name: due_candidates(form_type, now, callbacks_open, all_priorities, priorities, max_rows)
+-- The first max_rows due leads of one form_type in each claim bucket, in claim order: 1 due
+-- Callback (only while callbacks_open), 2 Pending, 3 Abandoned (a NULL next_retry_at is due),
+-- 4 Not Connected (next_retry_at due). One round trip instead of one per bucket.
+(SELECT 1 AS bucket, id, callback_scheduled_at AS due FROM sales_master
+ WHERE :callbacks_open AND dial_status = 'Callback' AND isReserved = 0 AND form_type = :form_type
+   AND (callback_scheduled_at IS NULL OR callback_scheduled_at <= :now)
+   AND (:all_priorities OR priority_id IN :priorities)
+ ORDER BY callback_scheduled_at, id
+ LIMIT :max_rows)
+UNION ALL
+(SELECT 2 AS bucket, id, next_retry_at AS due FROM sales_master
+ WHERE dial_status = 'Pending' AND isReserved = 0 AND form_type = :form_type
+   AND (next_retry_at <= :now OR next_retry_at IS NULL)
+   AND (:all_priorities OR priority_id IN :priorities)
+ ORDER BY next_retry_at, id
+ LIMIT :max_rows)
+UNION ALL
+(SELECT 3 AS bucket, id, next_retry_at AS due FROM sales_master
+ WHERE dial_status = 'Abandoned' AND isReserved = 0 AND form_type = :form_type
+   AND (next_retry_at <= :now OR next_retry_at IS NULL)
+   AND (:all_priorities OR priority_id IN :priorities)
+ ORDER BY next_retry_at, id
+ LIMIT :max_rows)
+UNION ALL
+(SELECT 4 AS bucket, id, next_retry_at AS due FROM sales_master
+ WHERE dial_status = 'Not Connected' AND isReserved = 0 AND form_type = :form_type
+   AND next_retry_at <= :now
+   AND (:all_priorities OR priority_id IN :priorities)
+ ORDER BY next_retry_at, id
+ LIMIT :max_rows);
 
 -- name: lock_unreserved(id)^
 SELECT * FROM sales_master WHERE id = :id AND isReserved = 0 FOR UPDATE SKIP LOCKED;
@@ -45,8 +64,11 @@ SET panel_active = COALESCE(:panel_active, panel_active), ami_idle = COALESCE(:a
 WHERE id = :agent_id;
 
 -- name: available_agents()
--- Agents who could take a call if nothing else is known about the time (the caller checks wrap-up).
-SELECT a.*, GROUP_CONCAT(s.form_type SEPARATOR ';') AS skills
+-- Agents who could take a call if nothing else is known about the time (the caller checks wrap-up),
+-- with their skills and allowed priorities (';'-separated).
+SELECT a.*, GROUP_CONCAT(s.form_type ORDER BY s.form_type SEPARATOR ';') AS skills,
+       (SELECT GROUP_CONCAT(p.priority_id ORDER BY p.priority_id SEPARATOR ';')
+          FROM sales_agent_priorities AS p WHERE p.agent_id = a.id) AS priorities
 FROM sales_agents AS a
 JOIN sales_agent_skills AS s ON s.agent_id = a.id
 WHERE a.panel_active = 1 AND a.pause_code IS NULL AND a.ami_idle = 1

@@ -16,12 +16,13 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
-from conftest import SECRET
+from conftest import ENGINE_SECRET, SECRET
 
 pytestmark = pytest.mark.faults
 AUTH = {"X-API-Key": SECRET}
 WRITES = ["/api/leads", "/api/master", "/api/send-callback-request", "/api/pending-callbacks",
-          "/api/pending-dispositions"]
+          "/api/pending-dispositions", "/engine/claim", "/engine/bridge", "/engine/call-connected", "/engine/settle",
+          "/engine/agent-state"]
 FUZZ = settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -49,7 +50,7 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @schema.parametrize()
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 def test_schemathesis_at_depth(case):
-    case.call_and_validate(headers=AUTH, checks=[not_a_server_error, status_code_conformance,
+    case.call_and_validate(headers=key_for(case.path), checks=[not_a_server_error, status_code_conformance,
                                                  response_schema_conformance])
 
 
@@ -57,7 +58,12 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(), children, max_size=5),
                     max_leaves=30)
 LEAD_KEYS = ["oli_id", "phone_number", "client_name", "form_type", "priority_id", "callback_scheduled_at", "leads",
-             "oliId", "scheduledAt", "ScheduledAt", "reason", "agentId", "extension", "callbackType", "remarks"]
+             "oliId", "scheduledAt", "ScheduledAt", "reason", "agentId", "extension", "callbackType", "remarks",
+             "mode", "request_id", "agent_id", "outcome", "started_at", "call_type", "call_id", "wrapup_seconds"]
+
+
+def key_for(path):
+    return {"X-API-Key": ENGINE_SECRET} if path.startswith("/engine/") else AUTH
 
 
 @pytest.mark.parametrize("path", WRITES)
@@ -67,7 +73,7 @@ def test_arbitrary_bytes_never_5xx(unlimited_app, path):
     @FUZZ
     @given(st.binary(max_size=2000))
     def fuzz(body):
-        status = client.post(path, data=body, headers=AUTH).status_code
+        status = client.post(path, data=body, headers=key_for(path)).status_code
         assert status < 500 and status in (201, 200, 202, 400, 404, 409)
 
     fuzz()
@@ -80,7 +86,7 @@ def test_arbitrary_json_objects_never_5xx(unlimited_app, path):
     @FUZZ
     @given(st.dictionaries(st.sampled_from(LEAD_KEYS) | st.text(max_size=10), JSON, max_size=8))
     def fuzz(body):
-        response = client.post(path, json=body, headers=AUTH)
+        response = client.post(path, json=body, headers=key_for(path))
         assert response.status_code < 500, response.get_data(as_text=True)
         assert response.get_json()["ok"] is (response.status_code < 300)
 

@@ -64,6 +64,8 @@ def test_a_worker_killed_mid_batch_stores_nothing_and_the_retry_succeeds(databas
             blocker.rollback()
             blocker.close()
 
+        log = server.log.read_text()[-3000:]
+        assert outcome, f"the client saw nothing within 30 s of the kill; the server's log ends:\n{log}"
         assert "error" in outcome or outcome["response"].status_code >= 500, "the client saw the failure"
         stored = sql("SELECT oli_id FROM sales_master WHERE oli_id LIKE 'KILL-%%'")
         assert [r["oli_id"] for r in stored] == ["KILL-199"], "nothing of the killed batch is stored"

@@ -1,0 +1,1 @@
+DROP TABLE dialerapi_engine_replies;
