@@ -38,6 +38,7 @@ faults: install
 	$(DEVDB) with $(BIN)/pytest -m faults tests/faults $(PYTEST_ARGS)
 
 bench: install
+	scripts/ensure-wrk.sh
 	$(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/claim_bench.py'
 
 db-start:

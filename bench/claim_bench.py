@@ -14,7 +14,7 @@ MariaDB's Sequence engine), and 200 available agents with 2 skills each.
 - Over HTTP: gunicorn (deploy/gunicorn.conf.py, 2 workers) serves the engine API; wrk (bench/
   engine_claim.lua) sends progressive claims at 50 per second for HTTP_SECONDS, then
   (bench/engine_settle.lua) settles every lead it claimed at the same rate, on a fixed schedule
-  (bench/wrk_paced.lua). Latency is wrk's, per request, on the client. The claimed leads are then
+  (bench/wrk_common.lua). Latency is wrk's, per request, on the client. The claimed leads are then
   put back as they were.
 
 Prints a table and writes bench-results-claim.json.

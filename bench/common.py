@@ -78,6 +78,27 @@ def wrk(script, base, seconds, connections=1, threads=1, **env):
     return json.loads(lines[-1])
 
 
+def wait_until_idle(url, quiet_checks=3, interval=0.1, limit=60):
+    """Wait until no other client of `url`'s database runs a statement or holds a transaction.
+
+    wrk stops at its deadline, but gunicorn finishes the requests it already took; a run that
+    starts (or refills the table) before they end measures, or collides with, the last run's tail.
+    """
+    conn = connect(url)
+    quiet, deadline = 0, time.monotonic() + limit
+    with conn.cursor() as cur:
+        while quiet < quiet_checks and time.monotonic() < deadline:
+            cur.execute(
+                "SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id <> CONNECTION_ID())"
+                " + (SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+                "    WHERE DB = DATABASE() AND COMMAND <> 'Sleep' AND ID <> CONNECTION_ID()) AS busy"
+            )
+            quiet = quiet + 1 if cur.fetchone()["busy"] == 0 else 0
+            conn.commit()
+            time.sleep(interval)
+    conn.close()
+
+
 def worker_rss_mb(master_pid):
     """Resident memory of each gunicorn worker of `master_pid`, in MB."""
     children = open(f"/proc/{master_pid}/task/{master_pid}/children").read().split()

@@ -1,6 +1,6 @@
 -- wrk: progressive claims through POST /engine/claim for agents 1..BENCH_AGENTS in turn, each with
--- its own request_id, at BENCH_RATE per second per thread (bench/wrk_paced.lua).
-dofile("bench/wrk_paced.lua")
+-- its own request_id, at BENCH_RATE per second per thread (bench/wrk_common.lua).
+dofile("bench/wrk_common.lua")
 
 local agents = tonumber(os.getenv("BENCH_AGENTS"))
 local run = os.getenv("BENCH_RUN")

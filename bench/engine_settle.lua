@@ -1,6 +1,6 @@
 -- wrk: settle (no answer) through POST /engine/settle every live lead listed in BENCH_OLI_FILE (one
--- oli_id a line), then stop; at BENCH_RATE per second, one thread (bench/wrk_paced.lua).
-dofile("bench/wrk_paced.lua")
+-- oli_id a line), then stop; at BENCH_RATE per second, one thread (bench/wrk_common.lua).
+dofile("bench/wrk_common.lua")
 
 local run = os.getenv("BENCH_RUN")
 local oli_ids = {}

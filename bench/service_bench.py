@@ -1,219 +1,138 @@
-"""Service benchmark: lead push against the database's own ceiling, and latency at a fixed rate.
+"""Service benchmark: lead push against a reference that makes the same writes, and latency at a
+fixed rate.
 
     make bench            (runs this, then bench/claim_bench.py)
 
-- Lead push: 100,000 leads (half new, half updates of the same oli_ids) in batches of 500 from 16
-  concurrent clients through gunicorn (deploy/gunicorn.conf.py, 2 workers), against the raw
-  ceiling: the same rows through PyMySQL's multi-row INSERT ... ON DUPLICATE KEY UPDATE (the
-  service's own upsert statement), 16 connections, no HTTP. The two alternate (ceiling, service,
-  ceiling, service) because this machine's speed drifts; the ratio is of the medians. Target: 0.5.
-- Latency: send-callback-request, pending-callbacks and missed-activities at a fixed 200 requests
-  per second for 10 s each, open loop (latency counted from each request's scheduled time), client
-  addresses spread through X-Forwarded-For so the per-IP limits do not apply. Target: p99 < 25 ms.
+- Lead push: wrk (a load generator in C; bench/push.lua builds each 500-lead batch) sends batches
+  from CONNECTIONS connections for SECONDS to the service (POST /api/leads) and to the reference
+  (bench/reference_app.py: POST /push, the service's own lock and upsert statements and nothing
+  else), both under gunicorn with deploy/gunicorn.conf.py and 2 workers, up side by side. The runs
+  alternate (reference, service, then service, reference, ...) ROUNDS times, for batches of new
+  leads and batches that update existing ones separately, each on a fresh table holding UPDATE_POOL
+  leads. Figures: leads per second and latency per batch (wrk's, on the client); ratios of the
+  medians. Targets: service >= 0.85 of the reference, p99 per batch <= 1.2x the reference's.
+- Latency: send-callback-request, pending-callbacks and missed-activities at 200 requests per
+  second for LATENCY_SECONDS each (wrk, 4 connections at 50/s each on a fixed schedule), each
+  request from its own client address (X-Forwarded-For). Target: p99 < 25 ms.
 - Resident memory of each gunicorn worker after the run.
 
-The load generator runs on the same 2 cores as the service and the database, so every figure here
-includes its cost. Prints a table and writes bench-results.json.
+wrk, gunicorn and MariaDB share the machine's 2 cores. Prints tables and writes bench-results.json.
 """
 
 import json
 import os
 import platform
-import queue
-import signal
 import statistics
-import subprocess
-import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from pathlib import Path
 
-import requests
-from common import bench_database, worker_rss_mb
+from common import bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
+from dialerapi.db import connect
 
-from dialerapi.db import connect, queries
-
-ROOT = Path(__file__).resolve().parent.parent
 DB_NAME = "dialerapi_bench_service"
 SECRET = "bench-secret-0123456789"
-LEADS = int(os.environ.get("BENCH_PUSH_LEADS", 100_000))
-BATCH = 500
-CLIENTS = 16
-RATE = 200
-RATE_SECONDS = 10
-ROUNDS = 2
+SECONDS = int(os.environ.get("BENCH_PUSH_SECONDS", 15))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 3))
+CONNECTIONS = 8
+UPDATE_POOL = 50_000
+LATENCY_SECONDS = 10
+TARGET_RATIO, TARGET_P99_RATIO = 0.85, 1.2
+
+FILL = """
+INSERT INTO sales_master
+  (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status, call_count, isReserved,
+   created_at, updated_at)
+SELECT CONCAT('U-', LPAD(seq, 6, '0')), UUID(), CONCAT('9198', LPAD(seq, 8, '0')), CONCAT('Lead ', seq),
+       'home_loan', 2, 'Pending', 0, 0, NOW(), NOW()
+FROM seq_0_to_{last}
+"""
 
 
-def leads(n_from, n_to, tag):
-    return [{"oli_id": f"B-{n:06d}", "phone_number": f"+91 9{n:09d}", "client_name": f"Lead {n} {tag}",
-             "form_type": "home_loan", "priority_id": 2} for n in range(n_from, n_to)]
-
-
-def batches():
-    """200 batches: the first half inserts B-000000..B-049999, the second half updates them."""
-    half = LEADS // 2
-    new = [leads(i, i + BATCH, "new") for i in range(0, half, BATCH)]
-    again = [leads(i, i + BATCH, "again") for i in range(0, half, BATCH)]
-    return new, again
-
-
-def reset(url):
-    conn = connect(url)
+def fresh_table(url):
+    """sales_master with exactly the UPDATE_POOL leads U-000000.. (and the one agent the latency runs read)."""
+    conn = connect(url, io_timeout=600)
     with conn.cursor() as cur:
-        for table in ("sales_master", "sales_pending_actions", "sales_missed_activities", "sales_agents"):
-            cur.execute(f"DELETE FROM {table}")
+        for table in ("sales_master", "sales_pending_actions", "sales_missed_activities", "sales_agents",
+                      "dialerapi_outbox"):
+            cur.execute(f"DELETE FROM {table}" if table != "sales_master" else "TRUNCATE sales_master")
+        cur.execute(FILL.format(last=UPDATE_POOL - 1))
+        cur.execute("INSERT INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Bench agent')")
     conn.commit()
     conn.close()
 
 
-def run_phases(work, phases):
-    """Run each phase's batches with CLIENTS workers; return leads per second over all phases."""
-    started = time.perf_counter()
-    with ThreadPoolExecutor(CLIENTS) as pool:
-        for phase in phases:
-            list(pool.map(work, phase))
-    return LEADS / (time.perf_counter() - started)
+def push_run(url, base, path, kind, run):
+    wait_until_idle(url)
+    fresh_table(url)
+    report = wrk("push.lua", base, SECONDS, connections=CONNECTIONS, BENCH_PATH=path, BENCH_KIND=kind,
+                 BENCH_RUN=run, BENCH_POOL=UPDATE_POOL, BENCH_THREADS=1, WS_SECRET=SECRET)
+    if report["status_errors"] or report["socket_errors"]:
+        raise SystemExit(f"{path} {kind}: {report}")
+    return {"leads_per_s": round(report["rate_per_s"] * 500), "p50_ms": report["p50_ms"], "p99_ms": report["p99_ms"],
+            "batches": report["requests"]}
 
 
-def ceiling_run(url, phases):
-    local = threading.local()
-    now = datetime.now().replace(microsecond=0)
-
-    def upsert(batch):
-        if not hasattr(local, "conn"):
-            local.conn = connect(url)
-        rows = [{**lead, "phone_number": "".join(c for c in lead["phone_number"] if c.isdigit()),
-                 "data_id": "00000000-0000-0000-0000-000000000000", "dial_status": "Pending", "disposeRemark": None,
-                 "last_dial_result": None, "hangup_by": None, "hangup_cause": None, "last_attempt_at": None,
-                 "first_attempt_at": None, "next_retry_at": None, "callback_scheduled_at": None, "call_count": 0,
-                 "isReserved": 0, "created_at": now, "updated_at": now} for lead in batch]
-        queries.upsert_leads(local.conn, sorted(rows, key=lambda r: r["oli_id"]))
-        local.conn.commit()
-
-    return run_phases(upsert, phases)
-
-
-def service_run(base, phases):
-    local = threading.local()
-
-    def push(batch):
-        if not hasattr(local, "session"):
-            local.session = requests.Session()
-        response = local.session.post(base + "/api/leads", json={"leads": batch}, headers={"X-API-Key": SECRET},
-                                      timeout=120)
-        assert response.status_code == 201, response.text[:200]
-
-    return run_phases(push, phases)
-
-
-def fixed_rate(base, method, path, body_for):
-    """Open-loop load at RATE requests/s for RATE_SECONDS; latency from each scheduled send time, in ms."""
-    total = RATE * RATE_SECONDS
-    schedule = queue.Queue()
-    latencies, statuses = [], []
-    lock = threading.Lock()
-    start = time.perf_counter() + 0.2
-    for n in range(total):
-        schedule.put((start + n / RATE, n))
-
-    def worker():
-        session = requests.Session()
-        while True:
-            try:
-                due, n = schedule.get_nowait()
-            except queue.Empty:
-                return
-            delay = due - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            headers = {"X-API-Key": SECRET, "X-Forwarded-For": f"10.{n % 250}.{n // 250 % 250}.1"}
-            response = session.request(method, base + path(n), json=body_for(n), headers=headers, timeout=10)
-            with lock:
-                latencies.append((time.perf_counter() - due) * 1000)
-                statuses.append(response.status_code)
-
-    threads = [threading.Thread(target=worker) for _ in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    latencies.sort()
-    return {"p50_ms": round(statistics.median(latencies), 2), "p99_ms": round(latencies[int(0.99 * len(latencies))], 2),
-            "requests": total, "statuses": sorted(set(statuses))}
+def summary(runs):
+    return {"leads_per_s": round(statistics.median(r["leads_per_s"] for r in runs)),
+            "p50_ms": round(statistics.median(r["p50_ms"] for r in runs), 1),
+            "p99_ms": round(statistics.median(r["p99_ms"] for r in runs), 1), "runs": runs}
 
 
 def main():
     url = bench_database(DB_NAME)
-
-    port = 18000 + os.getpid() % 1000
-    env = {**os.environ, "DATABASE_URL": url, "WS_SECRET": SECRET, "JOBS_ENABLED": "false", "TRUSTED_PROXY_COUNT": "1",
-           "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": "2", "LOG_LEVEL": "WARNING"}
-    server = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "-c", "deploy/gunicorn.conf.py",
-                               "wsgi:app"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            requests.get(base + "/healthz", timeout=1)
-            break
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    try:
-        phases = batches()
-        ceiling, service = [], []
+    settings = {"DATABASE_URL": url, "WS_SECRET": SECRET, "TRUSTED_PROXY_COUNT": "1"}
+    port = 18000 + os.getpid() % 400
+    with gunicorn("wsgi:app", port, **settings) as (service, service_pid), \
+            gunicorn("bench.reference_app:app", port + 1, **settings) as (reference, _):
+        runs = {kind: {"reference": [], "service": []} for kind in ("new", "update")}
         for round_no in range(ROUNDS):
-            reset(url)
-            ceiling.append(ceiling_run(url, phases))
-            reset(url)
-            service.append(service_run(base, phases))
-            print(f"round {round_no + 1}: ceiling {ceiling[-1]:,.0f} leads/s, service {service[-1]:,.0f} leads/s",
-                  flush=True)
+            for kind in ("new", "update"):
+                sides = [("reference", reference, "/push"), ("service", service, "/api/leads")]
+                for side, base, path in sides if round_no % 2 == 0 else reversed(sides):
+                    runs[kind][side].append(push_run(url, base, path, kind, f"{round_no}{side[0]}"))
+                print(f"round {round_no + 1}, {kind:6}: reference {runs[kind]['reference'][-1]['leads_per_s']:>7,} "
+                      f"leads/s, service {runs[kind]['service'][-1]['leads_per_s']:>7,} leads/s", flush=True)
 
-        conn = connect(url)
-        with conn.cursor() as cur:
-            cur.execute("INSERT INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Bench agent')")
-        conn.commit()
-        conn.close()
-        oli = lambda n: f"B-{n % (LEADS // 2):06d}"  # noqa: E731
-        latency = {
-            "send-callback-request": fixed_rate(base, "POST", lambda n: "/api/send-callback-request",
-                                                lambda n: {"oliId": oli(n), "scheduledAt": "2031-01-01 10:00:00"}),
-            "pending-callbacks": fixed_rate(base, "POST", lambda n: "/api/pending-callbacks",
-                                            lambda n: {"oliId": oli(n + 7), "scheduledAt": "2031-01-01 10:00"}),
-            "missed-activities": fixed_rate(base, "GET", lambda n: "/api/missed-activities?agentId=501",
-                                            lambda n: None),
-        }
-        rss = worker_rss_mb(server.pid)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        wait_until_idle(url)
+        fresh_table(url)
+        latency = {}
+        for endpoint in ("send-callback-request", "pending-callbacks", "missed-activities"):
+            report = wrk("crm_latency.lua", service, LATENCY_SECONDS, connections=4, threads=4, BENCH_RATE=50,
+                         BENCH_ENDPOINT=endpoint, BENCH_POOL=UPDATE_POOL, WS_SECRET=SECRET)
+            latency[endpoint] = {k: report[k] for k in ("rate_per_s", "requests", "status_errors", "p50_ms", "p99_ms")}
+            latency[endpoint]["target_met"] = report["p99_ms"] < 25 and not report["status_errors"]
+        rss = worker_rss_mb(service_pid)
 
+    push = {}
+    for kind, sides in runs.items():
+        push[kind] = {side: summary(side_runs) for side, side_runs in sides.items()}
+        ref, svc = push[kind]["reference"], push[kind]["service"]
+        push[kind]["ratio"] = round(svc["leads_per_s"] / ref["leads_per_s"], 2)
+        push[kind]["p99_ratio"] = round(svc["p99_ms"] / ref["p99_ms"], 2)
+        push[kind]["target_met"] = push[kind]["ratio"] >= TARGET_RATIO and push[kind]["p99_ratio"] <= TARGET_P99_RATIO
     result = {
         "date": datetime.now().isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-                   "load generator, service and MariaDB on the same cores",
-        "push": {"leads": LEADS, "batch": BATCH, "clients": CLIENTS,
-                 "ceiling_leads_per_s": [round(x) for x in ceiling], "service_leads_per_s": [round(x) for x in service],
-                 "ratio": round(statistics.median(service) / statistics.median(ceiling), 2), "target_ratio": 0.5},
-        "latency_at_200_rps": latency, "target_p99_ms": 25,
-        "worker_rss_mb": rss,
+                   "wrk, gunicorn and MariaDB on the same cores",
+        "push": {"batch": 500, "connections": CONNECTIONS, "seconds_per_run": SECONDS, "rounds": ROUNDS, **push,
+                 "target_ratio": TARGET_RATIO, "target_p99_ratio": TARGET_P99_RATIO},
+        "latency_at_200_rps": latency, "target_p99_ms": 25, "worker_rss_mb": rss,
     }
-    result["push"]["target_met"] = result["push"]["ratio"] >= 0.5
-    for figures in latency.values():
-        figures["target_met"] = figures["p99_ms"] < 25
     print(f"\nservice benchmark ({result['machine']})")
-    print(f"lead push, {LEADS:,} leads in batches of {BATCH} from {CLIENTS} clients (half new, half updates):")
-    print(f"  raw ceiling   {statistics.median(ceiling):>10,.0f} leads/s")
-    print(f"  service       {statistics.median(service):>10,.0f} leads/s")
-    print(f"  ratio         {result['push']['ratio']:>10}   (target >= 0.5: "
-          f"{'met' if result['push']['target_met'] else 'NOT met'})")
-    print(f"\nlatency at {RATE} requests/s for {RATE_SECONDS} s:")
+    print(f"lead push, batches of 500 from {CONNECTIONS} wrk connections, {ROUNDS} alternating runs of {SECONDS} s "
+          "each (medians):")
+    print(f"  {'batches':<8}{'reference':>12}{'service':>12}{'ratio':>8}   {'p99 ms ref':>11}{'p99 ms svc':>11}"
+          f"{'ratio':>7}  target >= {TARGET_RATIO}, p99 <= {TARGET_P99_RATIO}x")
+    for kind in ("new", "update"):
+        p = push[kind]
+        print(f"  {kind:<8}{p['reference']['leads_per_s']:>10,}/s{p['service']['leads_per_s']:>10,}/s{p['ratio']:>8}   "
+              f"{p['reference']['p99_ms']:>11}{p['service']['p99_ms']:>11}{p['p99_ratio']:>7}  "
+              f"{'met' if p['target_met'] else 'NOT met'}")
+    print(f"\nlatency at 200 requests/s for {LATENCY_SECONDS} s (wrk, 4 connections):")
     print(f"  {'endpoint':<24}{'p50 ms':>8}{'p99 ms':>8}  target p99 < 25 ms")
     for name, figures in latency.items():
         print(f"  {name:<24}{figures['p50_ms']:>8}{figures['p99_ms']:>8}  {'met' if figures['target_met'] else 'NOT met'}"
-              f"  (statuses {figures['statuses']})")
+              f"  ({figures['requests']} requests, {figures['status_errors']} errors)")
     print(f"\nresident memory per gunicorn worker after the run: {', '.join(f'{m} MB' for m in rss)}")
     with open("bench-results.json", "w") as out:
         json.dump(result, out, indent=2)

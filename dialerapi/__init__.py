@@ -15,6 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from . import auth, config as settings, errors, jobs, observability, routes
 from .db import Database
 from .health import HealthState, recent_logs
+from .json_provider import OrjsonProvider
 from .limits import limiter
 from .sockets import PING_SECONDS, EventHub, sock
 
@@ -29,7 +30,7 @@ def create_app(config=None):
     app = Flask(__name__, static_folder=None)
     app.config.update(settings.load(config))
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    app.json.sort_keys = False
+    app.json = OrjsonProvider(app)
     if app.config["TRUSTED_PROXY_COUNT"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["TRUSTED_PROXY_COUNT"])
     _configure_logging(app.config["LOG_LEVEL"])

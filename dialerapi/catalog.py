@@ -1,5 +1,6 @@
 """Reference data read by the API: the pause-reason catalog and the push priority rules."""
 
+from . import dialstate
 from .db import queries
 
 NOTE_MAX_WORDS = 12
@@ -30,13 +31,23 @@ def pause_reasons(conn):
     }
 
 
-def push_priorities(conn):
-    """{priority_id: {is_active, is_callback, is_disposed}} for validating a push (schemas.LeadSchema)."""
-    return {
+def push_context(conn):
+    """(priorities, config) for a push, read in one statement.
+
+    priorities: {priority_id: {is_active, is_callback, is_disposed}} for validating the leads
+    (schemas.LeadSchema); config: the dialstate.DialerConfig for the push reset. Raises LookupError
+    when the dialer config row is missing.
+    """
+    rows = list(queries.get_push_context(conn))
+    if not rows:
+        raise dialstate.missing_config()
+    priorities = {
         row["id"]: {
             "is_active": bool(row["is_active"]),
             "is_callback": bool(row["is_callback"]),
             "is_disposed": bool(row["is_disposed"]),
         }
-        for row in queries.get_push_priorities(conn)
+        for row in rows
+        if row["id"] is not None
     }
+    return priorities, dialstate.config_from_row(rows[0])

@@ -89,7 +89,16 @@ def load_config(conn):
     """Read sales_dialer_config row 1 as a DialerConfig. Raises LookupError when the row is missing."""
     row = queries.get_dialer_config(conn)
     if row is None:
-        raise LookupError("sales_dialer_config has no row with id = 1: run `dialerapi db upgrade`")
+        raise missing_config()
+    return config_from_row(row)
+
+
+def missing_config():
+    return LookupError("sales_dialer_config has no row with id = 1: run `dialerapi db upgrade`")
+
+
+def config_from_row(row):
+    """A DialerConfig from a row holding the columns of sales_dialer_config."""
     return DialerConfig(
         isMaintainance=bool(row["isMaintainance"]),
         outbound_obey_work_hours=bool(row["outbound_obey_work_hours"]),

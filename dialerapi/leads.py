@@ -1,13 +1,13 @@
-"""Lead push: upsert a validated batch into sales_master (lead-intake-api.md, POST /api/leads; D4).
+"""Lead push: validate a body and upsert it into sales_master (lead-intake-api.md, POST /api/leads; D4).
 
-A batch costs three round trips inside its transaction, however many leads it carries: read the
-dialer config, lock every oli_id of the batch in one SELECT ... FOR UPDATE, write every row in one
-multi-row INSERT ... ON DUPLICATE KEY UPDATE.
+A batch costs three statements inside its transaction, however many leads it carries: read the
+priority catalog and the dialer config, lock every oli_id of the batch in one SELECT ... FOR
+UPDATE, write every row in one multi-row INSERT ... ON DUPLICATE KEY UPDATE.
 """
 
 import uuid
 
-from . import dialstate
+from . import catalog, dialstate, schemas
 from .db import Conflict, queries
 
 INSERTED = "inserted"
@@ -15,13 +15,24 @@ UPDATED = "updated"
 SKIPPED_IN_FLIGHT = "skipped_in_flight"
 
 
-def push_leads(conn, leads, now, tz):
+def push(conn, body, now, tz):
+    """Validate the push `body` (one lead or {"leads": [...]}) and upsert it, inside the caller's transaction.
+
+    The body is checked against the priority catalog as this transaction reads it, so a batch is
+    validated and written against one state of the catalog. Returns push_leads' results; raises
+    marshmallow.ValidationError (nothing written) with every problem of the body.
+    """
+    priorities, config = catalog.push_context(conn)
+    return push_leads(conn, schemas.load_push(body, tz, priorities), now, tz, config)
+
+
+def push_leads(conn, leads, now, tz, config):
     """Upsert `leads` in order, inside the caller's transaction; return one result per lead.
 
     `leads` are dicts as loaded by schemas.PushSchema: oli_id, phone_number (digits),
     client_name, form_type, priority_id, callback_scheduled_at (naive DB_TIMEZONE datetime or
     None) and callback_scheduled_at_sent (the raw value, echoed back). `now` is wall-clock time in
-    `tz` (DB_TIMEZONE).
+    `tz` (DB_TIMEZONE); `config` is the dialstate.DialerConfig.
 
     A new oli_id is inserted with the push reset; an existing one that is not live gets its contact
     fields and the push reset; a live one (Calling + isReserved) is not touched and reports its
@@ -31,7 +42,6 @@ def push_leads(conn, leads, now, tz):
     Raises db.Conflict when a concurrent push inserted one of the new oli_ids first; Database.run
     then retries the whole batch, which will see the row and lock it.
     """
-    config = dialstate.load_config(conn)
     existing = {row["oli_id"]: row for row in queries.lock_leads(conn, oli_ids=sorted({l["oli_id"] for l in leads}))}
     rows = {}
     results = []

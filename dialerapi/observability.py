@@ -9,6 +9,7 @@
   share their samples through PROMETHEUS_MULTIPROC_DIR (set by deploy/gunicorn.conf.py).
 """
 
+import collections
 import logging
 import os
 import re
@@ -58,8 +59,9 @@ def init_app(app):
 
 def count_pushed(results):
     """Count a committed push's results by status (inserted, updated, skipped_in_flight)."""
-    for result in results:
-        LEADS_PUSHED.labels(result["status"]).inc()
+    # One increment per status, not per lead: under gunicorn each one writes a shared mmap file.
+    for status, count in collections.Counter(result["status"] for result in results).items():
+        LEADS_PUSHED.labels(status).inc(count)
 
 
 class DatabaseGauges:

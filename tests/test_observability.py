@@ -65,3 +65,21 @@ def test_metrics_need_the_key_and_count_requests_leads_and_state(client, auth, s
 @pytest.mark.parametrize("path", ["/openapi.json", "/docs/"])
 def test_the_api_description_is_public(client, path):
     assert client.get(path).status_code == 200
+
+
+def test_pushed_leads_are_counted_by_result(client, auth, new_lead, make_live):
+    from prometheus_client import REGISTRY
+
+    def counts():
+        return {status: REGISTRY.get_sample_value("dialerapi_leads_pushed_total", {"status": status}) or 0
+                for status in ("inserted", "updated", "skipped_in_flight")}
+
+    new_lead("C-1")
+    new_lead("C-2")
+    make_live("C-2")
+    before = counts()
+    batch = {"leads": [{**LEAD, "oli_id": oli_id} for oli_id in ("C-1", "C-2", "C-3", "C-4", "C-3")]}
+    assert client.post("/api/leads", json=batch, headers=auth).status_code == 201
+    after = counts()
+    assert {status: after[status] - before[status] for status in after} == {
+        "inserted": 2, "updated": 2, "skipped_in_flight": 1}

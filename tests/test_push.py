@@ -364,3 +364,19 @@ def test_lone_surrogates_are_refused_not_stored(client, auth, sql, field):
     assert response.status_code == 400
     assert {d["field"] for d in response.get_json()["details"]} == {field}
     assert sql("SELECT * FROM sales_master") == []
+
+
+def test_a_lone_surrogate_key_is_reported_at_its_path(client, auth, sql):
+    # The error body echoes the key; it cannot be written as UTF-8, so it goes back as the escape it came as.
+    body = json.dumps(lead("SUR-2")).replace('"oli_id"', '"\\ud800": 1, "oli_id"', 1)
+    response = client.post("/api/leads", data=body, headers=auth)
+    assert response.status_code == 400 and b'"\\ud800"' in response.data
+    assert {(d["field"], d["message"]) for d in response.get_json()["details"]} == {("\ud800", "unknown field")}
+    assert sql("SELECT * FROM sales_master") == []
+
+
+def test_responses_are_utf8_json_in_field_order(push):
+    response = push(lead("प्रिया-1", client_name="प्रिया"))
+    assert response.status_code == 201 and response.mimetype == "application/json"
+    assert '"oli_id":"प्रिया-1"'.encode() in response.data
+    assert list(response.get_json()["leads"][0]) == ["oli_id", "status", "data_id", "callback_scheduled_at"]

@@ -4,9 +4,13 @@ SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, m
 FROM sales_dialer_config
 WHERE id = 1;
 
--- name: get_push_priorities()
--- Every priority with what a push needs to know of it: may a CRM use it, does it take a callback time.
-SELECT p.id, p.is_callback, p.is_active, (p.id = c.disposed_priority_id) AS is_disposed
-FROM sales_priorities AS p
-CROSS JOIN sales_dialer_config AS c
+-- name: get_push_context()
+-- What a push reads, in one round trip: every priority with what a push needs to know of it (may a
+-- CRM use it, does it take a callback time), each row carrying the dialer config (row 1). No rows
+-- means the config row is missing; a NULL id means there are no priorities.
+SELECT p.id, p.is_callback, p.is_active, (p.id = c.disposed_priority_id) AS is_disposed,
+       c.isMaintainance, c.outbound_obey_work_hours, c.retry_pattern, c.retry_seconds, c.max_tries,
+       c.work_start, c.work_end, c.disposed_priority_id
+FROM sales_dialer_config AS c
+LEFT JOIN sales_priorities AS p ON TRUE
 WHERE c.id = 1;

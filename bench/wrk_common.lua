@@ -1,11 +1,13 @@
--- Shared by the wrk scripts of `make bench`: requests at a fixed rate, and one JSON line of results.
+-- Shared by the wrk scripts of `make bench`: requests as fast as answered or at a fixed rate, and
+-- one JSON line of results.
 --
 -- A script defines next_request(n) (the n-th request of its thread, built with wrk.format) and may
--- define exhausted(n) (true: this thread has nothing more to send). Each thread sends BENCH_RATE
--- requests per second on a fixed schedule (one connection per thread): the n-th is due at
--- start + n / rate, so a slow answer delays only the requests it overlaps. done() prints the
--- achieved rate (requests over the time from the first request to the last answer) and wrk's
--- own latency percentiles, measured in C on the client.
+-- define exhausted(n) (true: this thread has nothing more to send). With BENCH_RATE set, each
+-- thread sends that many requests per second on a fixed schedule (one connection per thread): the
+-- n-th is due at start + n / rate, so a slow answer delays only the requests it overlaps; without
+-- it, every connection sends its next request as soon as the last is answered. done() prints the
+-- achieved rate (requests over the time from the first request to the last answer) and wrk's own
+-- latency percentiles, measured in C on the client.
 local ffi = require("ffi")
 ffi.cdef[[
 typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
@@ -19,7 +21,7 @@ local function now()
   return tonumber(timespec.tv_sec) + tonumber(timespec.tv_nsec) / 1e9
 end
 
-local rate = tonumber(os.getenv("BENCH_RATE"))
+local rate = tonumber(os.getenv("BENCH_RATE") or "")
 local threads = {}
 
 function setup(thread)
@@ -30,7 +32,7 @@ end
 sent = 0
 
 function delay()
-  if first == nil then
+  if rate == nil or first == nil then
     return 0
   end
   local wait = (first + sent / rate - now()) * 1000
