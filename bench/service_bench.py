@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import statistics
-import time
 from datetime import datetime
 
 from common import bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk

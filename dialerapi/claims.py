@@ -14,7 +14,9 @@ settle ends the call. Functions take the connection first and run in the caller'
 FOR UPDATE SKIP LOCKED, so two engines claiming at once never get the same lead.
 """
 
-from . import dialstate
+from datetime import timedelta
+
+from . import clock, dialstate
 from .agents import UnknownAgent, with_lists
 from .db import queries
 
@@ -151,6 +153,11 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL):
 
 
 KEEP = object()
+
+
+def wrapup_until(seconds, now, tz):
+    """When a wrap-up of `seconds` (elapsed time) from `now` (wall-clock in `tz`) ends; None for 0 (no wrap-up)."""
+    return clock.after(now, timedelta(seconds=seconds), tz) if seconds else None
 
 
 def set_availability(conn, agent_id, *, panel_active=None, ami_idle=None, wrapup_until=KEEP):

@@ -15,7 +15,7 @@
 import csv
 import json
 import secrets
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import click
 from flask import current_app
@@ -307,14 +307,12 @@ def bridge(oli_id):
 @click.argument("agent_id", type=int)
 @click.option("--panel/--no-panel", "panel_active", default=None, help="The agent panel is connected.")
 @click.option("--ami-idle/--ami-busy", "ami_idle", default=None, help="The agent's phone is idle in Asterisk.")
-@click.option("--wrapup-seconds", type=int, default=0, show_default=True,
+@click.option("--wrapup-seconds", type=click.IntRange(0, 86400), default=0, show_default=True,
               help="The agent is in wrap-up for this many seconds from now (0: not in wrap-up).")
 def agents_state(agent_id, panel_active, ami_idle, wrapup_seconds):
     """Record what the engine knows of AGENT_ID: panel, AMI state and wrap-up (used by the claim)."""
-    tz = current_app.config["DB_TIMEZONE"]
-    wrapup_until = clock.after(_now(), timedelta(seconds=wrapup_seconds), tz) if wrapup_seconds > 0 else None
     get_db().run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
-                 wrapup_until=wrapup_until)
+                 wrapup_until=claims.wrapup_until(wrapup_seconds, _now(), current_app.config["DB_TIMEZONE"]))
     click.echo(f"agent {agent_id}: state recorded")
 
 

@@ -23,7 +23,7 @@ at most the repeated hour, never early).
 """
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 _utc_source = None
 

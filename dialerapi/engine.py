@@ -156,11 +156,10 @@ def agent_state(conn, request, now, tz):
     wrapup_until, pause_code, outbound_blocked, available, unavailable_reason}}. Setting absolute
     values, it needs no request key. Raises agents.UnknownAgent.
     """
-    claims.lock_agent(conn, request["agent_id"])
     wrapup_until = claims.KEEP
     if "wrapup_seconds" in request:
-        seconds = request["wrapup_seconds"]
-        wrapup_until = clock.after(now, timedelta(seconds=seconds), tz) if seconds else None
+        wrapup_until = claims.wrapup_until(request["wrapup_seconds"], now, tz)
+    # The UPDATE locks the row; reading it back afterwards raises UnknownAgent for a missing agent.
     claims.set_availability(conn, request["agent_id"], panel_active=request.get("panel_active"),
                             ami_idle=request.get("ami_idle"), wrapup_until=wrapup_until)
     agent = claims.lock_agent(conn, request["agent_id"])

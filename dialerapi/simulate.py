@@ -79,8 +79,8 @@ class LibraryEngine:
         self.db = floor.db
 
     def state(self, agent_id, *, panel_active=None, ami_idle=None, wrapup_seconds=None):
-        wrapup_until = claims.KEEP if wrapup_seconds is None else (
-            self.floor.later(seconds=wrapup_seconds) if wrapup_seconds else None)
+        wrapup_until = claims.KEEP if wrapup_seconds is None else claims.wrapup_until(
+            wrapup_seconds, self.floor.now, self.floor.tz)
         self.db.run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
                     wrapup_until=wrapup_until)
 

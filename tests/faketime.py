@@ -13,7 +13,6 @@ Two settings matter beyond the time itself:
   not passed on), so its "@" start time is its own start, not its parent's.
 """
 
-import os
 import re
 from datetime import timezone
 from importlib.util import find_spec
