@@ -9,7 +9,7 @@ MySQL reports a deadlock (1213) or a lock-wait timeout (1205), or when the funct
 import logging
 import random
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import aiosql
@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 queries = aiosql.from_path(Path(__file__).parent / "sql", "pymysql")
 
 RETRYABLE_ERRORS = {1205, 1213}
+# CR_SERVER_GONE_ERROR and CR_SERVER_LOST: what a statement sent on a connection the server closed raises.
+CONNECTION_LOST = {2006, 2013}
 # Each retry of a Conflict finds more of its rows committed (and locks them), so a few more attempts
 # settle even a burst of clients pushing the same new oli_ids at once.
 MAX_ATTEMPTS = 10
@@ -66,12 +68,13 @@ class Database:
     def __init__(self, url, pool_size=16):
         self.url = url
         self.host = database_params(url)["host"]
-        # ping=1 checks a connection each time it leaves the pool, so the service recovers by itself
-        # after the database restarts. reset=False: transaction() always commits or rolls back what
-        # it began, so a ROLLBACK on every return would only cost a round trip.
+        # ping=0: no COM_PING when a connection leaves the pool, a round trip on every request;
+        # transaction() reopens a connection the server dropped instead (_begin). reset=False:
+        # transaction() always commits or rolls back what it began, so a ROLLBACK on every return
+        # would only cost a round trip too.
         self.pool = PooledDB(
             creator=pymysql, mincached=0, maxcached=pool_size, maxconnections=0,
-            blocking=True, ping=1, reset=False, **connect_params(url),
+            blocking=True, ping=0, reset=False, **connect_params(url),
         )
 
     @contextmanager
@@ -79,7 +82,7 @@ class Database:
         """Yield a connection inside BEGIN; commit when the block ends, roll back if it raises."""
         conn = self.pool.connection()
         try:
-            conn.begin()
+            _begin(conn)
             yield conn
             conn.commit()
         except BaseException:
@@ -112,6 +115,25 @@ class Database:
 
     def close(self):
         self.pool.close()
+
+
+def _begin(conn):
+    """BEGIN on a pooled connection, reopened first if the server dropped it while it sat in the pool.
+
+    A restart or wait_timeout closes idle connections server-side. BEGIN is the first statement a
+    connection carries in a transaction, so one the server closed fails there (CONNECTION_LOST),
+    before anything was done, and is safe to replace: DBUtils reopens a connection whose rollback
+    fails. A connection lost later, in the middle of the work, is never replaced and replayed.
+    Raises the second failure when the database is down.
+    """
+    try:
+        conn.begin()
+    except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+        if isinstance(exc, pymysql.err.OperationalError) and exc.args[0] not in CONNECTION_LOST:
+            raise
+        with suppress(pymysql.MySQLError):
+            conn.rollback()
+        conn.begin()
 
 
 def get_db():

@@ -1,6 +1,8 @@
 """db.Database.run: one transaction per call, retried on deadlock (1213), lock-wait timeout (1205)
 and Conflict, a bounded number of times (issue: concurrent pushes never fail on deadlocks)."""
 
+import time
+
 import pymysql
 import pytest
 
@@ -96,3 +98,49 @@ def test_a_real_deadlock_between_two_transactions_is_retried(db, database_url, s
     assert attempts["first"] + attempts["second"] == 3, "exactly one was chosen as the deadlock victim and retried"
     names = {r["name"] for r in sql("SELECT name FROM sales_priorities WHERE id IN (71, 72)")}
     assert len(names) == 1, "each transaction wrote both rows or nothing"
+
+
+def connection_id(conn):
+    with conn.cursor() as cur:
+        cur.execute("SELECT CONNECTION_ID() AS id")
+        return cur.fetchone()["id"]
+
+
+def kill(sql, thread_id):
+    """Close a connection server-side, as a database restart or wait_timeout does, and wait until it is gone."""
+    sql("KILL CONNECTION %s", thread_id)
+    deadline = time.monotonic() + 10
+    while sql("SELECT id FROM information_schema.processlist WHERE id = %s", thread_id):
+        assert time.monotonic() < deadline, "the killed connection stayed"
+        time.sleep(0.02)
+
+
+def test_a_pooled_connection_the_server_dropped_is_reopened_before_the_work_runs(db, sql):
+    idle = db.run(connection_id)
+    kill(sql, idle)
+    attempts = []
+
+    def work(conn):
+        attempts.append(1)
+        insert_priority(conn, 80)
+        return connection_id(conn)
+
+    assert db.run(work) != idle, "a new connection did the work"
+    assert len(attempts) == 1, "the work ran once: the dead connection failed before it began"
+    assert [r["id"] for r in sql("SELECT id FROM sales_priorities WHERE id = 80")] == [80]
+
+
+def test_a_connection_lost_during_the_work_is_not_run_again(db, sql):
+    attempts = []
+
+    def work(conn):
+        attempts.append(1)
+        insert_priority(conn, 81)
+        kill(sql, connection_id(conn))
+        insert_priority(conn, 82)
+
+    with pytest.raises((pymysql.err.OperationalError, pymysql.err.InterfaceError)):
+        db.run(work)
+    assert len(attempts) == 1, "half-done work is never replayed on another connection"
+    assert sql("SELECT id FROM sales_priorities WHERE id IN (81, 82)") == []
+    assert db.run(connection_id), "the pool serves again"
