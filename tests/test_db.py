@@ -2,10 +2,12 @@
 and Conflict, a bounded number of times (issue: concurrent pushes never fail on deadlocks)."""
 
 import time
+from datetime import datetime
 
 import pymysql
 import pytest
 
+from dialerapi import jobs
 from dialerapi.db import MAX_ATTEMPTS, Conflict, Database
 
 
@@ -144,3 +146,13 @@ def test_a_connection_lost_during_the_work_is_not_run_again(db, sql):
     assert len(attempts) == 1, "half-done work is never replayed on another connection"
     assert sql("SELECT id FROM sales_priorities WHERE id IN (81, 82)") == []
     assert db.run(connection_id), "the pool serves again"
+
+
+def test_a_job_on_a_connection_the_server_dropped_runs_on_a_reopened_one(db, sql):
+    # jobs.run_once_per_tick holds its named lock outside a transaction, where DBUtils re-runs a
+    # statement that failed on a dead connection on a reopened one.
+    tick = datetime(2026, 11, 21, 10, 0, 0)
+    kill(sql, db.run(connection_id))
+    assert jobs.run_once_per_tick(db, "probe", 60, tick, lambda: "done") == "done"
+    assert sql.one("SELECT last_started_at FROM dialerapi_job_runs WHERE name = 'probe'")["last_started_at"] == tick
+    assert sql.one("SELECT IS_FREE_LOCK('dialerapi.probe') AS free")["free"] == 1, "the job's lock was released"
