@@ -3,8 +3,8 @@ any hour, on any date, in any DB_TIMEZONE).
 
 Each run moves the wall clock of a private MariaDB (its NOW()) and of pytest with everything pytest
 starts (gunicorn, CLI commands, nginx, Redis) to one moment, with libfaketime, and sets DB_TIMEZONE.
-The tests marked `clock` (they depend on the time or the zone) run at every moment below; the whole
-suite runs at two of them. A test that reads the machine's clock where it should read the service's
+The tests marked `clock` (they depend on the time or the zone) run at every moment below, `--jobs` at
+a time; the whole suite runs at two of them, one at a time, each alone on the machine. A test that reads the machine's clock where it should read the service's
 one clock (decisions.md D2) passes at some of these moments and fails at others.
 
     python tests/clock_matrix.py [--jobs 2] [--only TEXT] [--list]
@@ -152,18 +152,23 @@ def main():
 
     failed = []
     began = time.monotonic()
-    print(f"make test-clock: {len(moments)} moments, {args.jobs} at a time; logs in {LOGS.relative_to(ROOT)}/", flush=True)
+    print(f"make test-clock: {len(moments)} moments (whole-suite runs alone, then {args.jobs} at a time); logs in {LOGS.relative_to(ROOT)}/", flush=True)
+    def report(results):
+        for moment, (passed, seconds, log, summary) in results:
+            wall = moment.wall.strftime("%Y-%m-%d %H:%M:%S") + (" (2nd)" if moment.wall.fold else "")
+            scope = "all" if moment.whole_suite else "clock"
+            print(f"{'ok  ' if passed else 'FAIL'} {moment.zone:<17} {wall:<25} {scope:<5} {seconds:6.1f} s  {summary}",
+                  flush=True)
+            if not passed:
+                failed.append((moment, log))
+
     try:
-        # The whole-suite runs are the longest: start them first.
-        ordered = sorted(moments, key=lambda m: not m.whole_suite)
+        # Each whole-suite run has the machine to itself, as `make test` does: two at once on the 2
+        # cores (each with its MariaDB, gunicorns, nginx) took as long in all, and now and then
+        # starved an agent socket past the tests' 3 s wait for its first frame.
+        report(one(moment) for moment in moments if moment.whole_suite)
         with ThreadPoolExecutor(max_workers=len(databases)) as pool:
-            for moment, (passed, seconds, log, summary) in pool.map(one, ordered):
-                wall = moment.wall.strftime("%Y-%m-%d %H:%M:%S") + (" (2nd)" if moment.wall.fold else "")
-                scope = "all" if moment.whole_suite else "clock"
-                print(f"{'ok  ' if passed else 'FAIL'} {moment.zone:<17} {wall:<25} {scope:<5} {seconds:6.1f} s  {summary}",
-                      flush=True)
-                if not passed:
-                    failed.append((moment, log))
+            report(pool.map(one, [moment for moment in moments if not moment.whole_suite]))
     finally:
         for database in databases:
             database.remove()
