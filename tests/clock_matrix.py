@@ -3,11 +3,13 @@ any hour, on any date, in any DB_TIMEZONE).
 
 Each run moves the wall clock of a private MariaDB (its NOW()) and of pytest with everything pytest
 starts (gunicorn, CLI commands, nginx, Redis) to one moment, with libfaketime, and sets DB_TIMEZONE.
-The tests marked `clock` (they depend on the time or the zone) run at every moment below, `--jobs` at
-a time; the whole suite runs at two of them, one at a time, each alone on the machine. A test that reads the machine's clock where it should read the service's
-one clock (decisions.md D2) passes at some of these moments and fails at others.
+The tests marked `clock` (they depend on the time or the zone) run at every moment below; the whole
+suite runs at two of them. One run at a time by default, each alone on the machine as `make test` is:
+two at once on the 2 cores now and then starved a new agent socket (/ws) past the tests' 3 s wait
+for its first frame, and never one run alone. A test that reads the machine's clock where it should
+read the service's one clock (decisions.md D2) passes at some of these moments and fails at others.
 
-    python tests/clock_matrix.py [--jobs 2] [--only TEXT] [--list]
+    python tests/clock_matrix.py [--jobs 1] [--only TEXT] [--list]
 """
 
 import argparse
@@ -122,7 +124,7 @@ def run(moment, database, extra_args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2, help="runs at once, each with its own MariaDB (default 2)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each with its own MariaDB (default 1)")
     parser.add_argument("--only", help="run only the moments whose name contains this text")
     parser.add_argument("--list", action="store_true", help="list the moments and exit")
     args, extra = parser.parse_known_args()
@@ -163,9 +165,7 @@ def main():
                 failed.append((moment, log))
 
     try:
-        # Each whole-suite run has the machine to itself, as `make test` does: two at once on the 2
-        # cores (each with its MariaDB, gunicorns, nginx) took as long in all, and now and then
-        # starved an agent socket past the tests' 3 s wait for its first frame.
+        # The whole-suite runs never share the machine, whatever --jobs says.
         report(one(moment) for moment in moments if moment.whole_suite)
         with ThreadPoolExecutor(max_workers=len(databases)) as pool:
             report(pool.map(one, [moment for moment in moments if not moment.whole_suite]))
