@@ -11,6 +11,11 @@ MariaDB's Sequence engine), and 200 available agents with 2 skills each.
   (dialerapi.claims.claim_next) and rolls back, so the table stays the same for every claim. A
   reference round trip (SELECT 1 in a transaction) is measured alternately in the same minutes,
   because this machine's CPU speed drifts.
+- A busy floor (issue #16): the 200 agents claim at once over 16 connections (16 threads, each
+  claim committed), FLOOR_ROUNDS rounds: claims per second, p50/p99 per claim, and the empty
+  answers given while a lead the agent may take was due (each empty answer is checked by claiming
+  again for that agent after the round, rolled back: a lead there means the answer was wrong).
+  The claimed leads are then put back as they were.
 - Over HTTP: gunicorn (deploy/gunicorn.conf.py, 2 workers) serves the engine API; wrk (bench/
   engine_claim.lua) sends progressive claims at 50 per second for HTTP_SECONDS, then
   (bench/engine_settle.lua) settles every lead it claimed at the same rate, on a fixed schedule
@@ -26,7 +31,9 @@ import platform
 import random
 import statistics
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -42,6 +49,8 @@ DB_NAME = "dialerapi_bench"
 ENGINE_SECRET = "bench-engine-secret-0123456789"
 HTTP_SECONDS = int(os.environ.get("BENCH_HTTP_SECONDS", 40))
 RATE = 50  # engine calls per second
+FLOOR_CONNECTIONS = 16
+FLOOR_ROUNDS = int(os.environ.get("BENCH_FLOOR_ROUNDS", 10))
 # What a claim leaves on a row besides Calling and the reservation: put back after the HTTP round.
 RESTORED = ("priority_id", "disposeRemark", "last_dial_result", "hangup_by", "hangup_cause", "last_attempt_at",
             "first_attempt_at", "next_retry_at", "callback_scheduled_at", "call_count", "data_id")
@@ -115,6 +124,45 @@ def over_http(url):
     return claimed, settled, len(live)
 
 
+def busy_floor(url, now):
+    """Every agent claims at once over FLOOR_CONNECTIONS connections, FLOOR_ROUNDS times; see the module doc."""
+    db = Database(url, pool_size=FLOOR_CONNECTIONS)
+    claim_ms, empty, wrong_empty = [], 0, 0
+
+    def claim(agent_id):
+        started = time.perf_counter()
+        row = db.run(claims.claim_next, agent_id, now)
+        return agent_id, row, (time.perf_counter() - started) * 1000
+
+    elapsed = 0.0
+    with ThreadPoolExecutor(FLOOR_CONNECTIONS) as pool:
+        for _ in range(FLOOR_ROUNDS):
+            gate = threading.Barrier(FLOOR_CONNECTIONS)
+            list(pool.map(lambda _: gate.wait(), range(FLOOR_CONNECTIONS)))  # every connection ready
+            started = time.perf_counter()
+            results = list(pool.map(claim, range(1, AGENTS + 1)))
+            elapsed += time.perf_counter() - started
+            claim_ms.extend(ms for _, _, ms in results)
+            for agent_id, row, _ in results:
+                if row is None:
+                    empty += 1
+                    with db.transaction() as conn:
+                        wrong_empty += claims.claim_next(conn, agent_id, now) is not None
+                        conn.rollback()
+    conn = connect(url)
+    with conn.cursor() as cur:
+        cur.execute("UPDATE sales_master SET dial_status = previous_dial_status, isReserved = 0, "
+                    "previous_dial_status = NULL, reservation_id = NULL, reserved_at = NULL "
+                    "WHERE dial_status = 'Calling' AND isReserved = 1")
+    conn.commit()
+    conn.close()
+    db.close()
+    return {"agents": AGENTS, "connections": FLOOR_CONNECTIONS, "rounds": FLOOR_ROUNDS, "claims": len(claim_ms),
+            "claims_per_s": round(len(claim_ms) / elapsed, 1), "p50_ms": round(statistics.median(claim_ms), 2),
+            "p99_ms": round(percentile(claim_ms, 0.99), 2), "max_ms": round(max(claim_ms), 2),
+            "empty_answers": empty, "empty_answers_while_leads_were_due": wrong_empty}
+
+
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
@@ -141,6 +189,9 @@ def main():
         reference_ms.append((time.perf_counter() - started) * 1000)
     db.close()
 
+    print(f"busy floor: {AGENTS} agents claiming at once over {FLOOR_CONNECTIONS} connections ...", flush=True)
+    floor = busy_floor(db.url, now)
+
     print(f"over HTTP: claims for {HTTP_SECONDS} s, then settles ...", flush=True)
     http_claims, http_settles, live = over_http(db.url)
 
@@ -157,6 +208,7 @@ def main():
         "reference_round_trip_ms": {"p50": round(statistics.median(reference_ms), 2),
                                     "p99": round(percentile(reference_ms, 0.99), 2)},
         "target_p99_ms": 10,
+        "busy_floor": floor,
         "http": {"claim": http_figures(http_claims), "settle": http_figures(http_settles), "leads_claimed": live,
                  "server": f"gunicorn, deploy/gunicorn.conf.py, 2 workers; load: wrk, 1 connection at {RATE}/s"},
     }
@@ -169,6 +221,11 @@ def main():
     print(f"{'claim (one transaction)':24}{c['p50']:>10}{c['p95']:>10}{c['p99']:>10}{c['max']:>10}")
     print(f"{'reference: SELECT 1':24}{r['p50']:>10}{'':>10}{r['p99']:>10}")
     print(f"target p99 < 10 ms: {'met' if result['target_met'] else 'NOT met'}")
+    print(f"\nbusy floor: {floor['agents']} agents claiming at once over {floor['connections']} connections, "
+          f"{floor['rounds']} rounds, each claim committed")
+    print(f"{'':24}{'claims/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}  empty answers while leads were due")
+    print(f"{'claim (busy floor)':24}{floor['claims_per_s']:>10}{floor['p50_ms']:>10}{floor['p99_ms']:>10}"
+          f"{floor['max_ms']:>10}  {floor['empty_answers_while_leads_were_due']} of {floor['claims']} (goal 0)")
     print(f"\nengine API over HTTP (gunicorn, 2 workers; wrk, one connection, {RATE} per second):")
     print(f"{'':24}{'rate/s':>10}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'max ms':>10}  target p99 < 10 ms")
     for name in ("claim", "settle"):

@@ -7,11 +7,14 @@ connection first and runs inside the caller's transaction, except `sweep`, which
 transaction per oli_id.
 """
 
+import logging
 from datetime import timedelta
 
 from . import agents, clock, dialstate
 from .clock import format_wall_clock
 from .db import queries
+
+log = logging.getLogger(__name__)
 
 SWEEP_MIN_AGE = timedelta(seconds=30)
 SWEEP_BATCH = 500
@@ -80,17 +83,44 @@ def apply_held(conn, oli_id, now):
     return "applied"
 
 
-def sweep(db, now, tz):
-    """Apply pending rows older than 30 s whose lead is not live; fail those whose oli_id is gone (D6).
+def sweep(db, now, tz, config=None):
+    """The sweep (D6): apply pending rows older than 30 s whose lead is not live; fail those whose oli_id is gone.
 
-    Catches leads that an engine settled without calling settle. One transaction per oli_id, at
-    most SWEEP_BATCH oli_ids per call; `now` is wall-clock in `tz`. Returns counts
-    {"applied": n, "live": n, "failed": n}.
+    Catches leads that an engine settled without calling settle. With `config` (the app's
+    settings) it first releases the reservations whose lease ran out (`release_expired`), which
+    catches leads whose engine never settles at all. One transaction per oli_id, at most
+    SWEEP_BATCH oli_ids per call; `now` is wall-clock in `tz`. Returns counts {"applied": n,
+    "live": n, "failed": n}, and "released": n with `config`.
     """
+    counts = {}
+    if config is not None:
+        counts["released"] = len(release_expired(
+            db, now, tz, lease_seconds=config["RESERVATION_LEASE_SECONDS"],
+            grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"], release_retry_ms=config["RELEASE_RETRY_MS"]))
     cutoff = clock.after(now, -SWEEP_MIN_AGE, tz)
     due = db.run(lambda conn: [r["oli_id"] for r in queries.due_pending_oli_ids(
         conn, cutoff=cutoff, max_rows=SWEEP_BATCH)])
-    counts = {"applied": 0, "live": 0, "failed": 0}
+    counts.update(applied=0, live=0, failed=0)
     for oli_id in due:
         counts[db.run(apply_held, oli_id, now)] += 1
     return counts
+
+
+def release_expired(db, now, tz, *, lease_seconds, grace_minutes, release_retry_ms):
+    """Release every reservation older than `lease_seconds` (README, "Reservation lease"), one transaction each.
+
+    Each goes as an originate failure would (dialstate.release), unless it was settled or released
+    since it was read (its reservation_id is no longer the lead's). Logs a warning per lead.
+    Returns the oli_ids released.
+    """
+    released = []
+    for expired in db.run(dialstate.expired_reservations, now, tz, lease_seconds):
+        try:
+            db.run(dialstate.release, expired["oli_id"], now, tz=tz, grace_minutes=grace_minutes,
+                   release_retry_ms=release_retry_ms, reservation_id=expired["reservation_id"])
+        except (dialstate.UnknownLead, dialstate.NotLive, dialstate.StaleReservation):
+            continue
+        log.warning("released the reservation of lead %s made at %s: no settle within %d s (reservation lease)",
+                    expired["oli_id"], format_wall_clock(expired["reserved_at"]), lease_seconds)
+        released.append(expired["oli_id"])
+    return released

@@ -11,6 +11,7 @@ fall-back night it was.
 import re
 
 from . import catalog, clock, dialstate
+from .dialstate import UnknownAgent  # noqa: F401 - agents.UnknownAgent, where callers look for it
 from .events import notify
 from .db import queries
 
@@ -18,10 +19,6 @@ MAX_ITEMS = 100
 # The calls that open a missed activity when they connect: bridged outgoing calls and redials.
 CONNECTED_CALL_TYPES = ("outbound", dialstate.REDIAL)
 EXTENSION = re.compile(r"[0-9]{3,16}")
-
-
-class UnknownAgent(LookupError):
-    """No agent has this employee id (HTTP 404 `unknown_agent`)."""
 
 
 class UnknownExtension(LookupError):
@@ -100,10 +97,15 @@ def open_missed_activity(conn, oli_id, agent_id, now, tz, call_type="outbound"):
     """A bridged outgoing or redial call connected: open a missed activity for the agent and lead.
 
     connected_at is `now` (wall-clock in `tz`); ended_at and due_at stay NULL while the call is
-    live, and settle sets them. Returns the new row's id. Raises dialstate.UnknownLead, UnknownAgent.
+    live, and settle sets them. Only a live lead (Calling + reserved) has a call to connect: an
+    activity opened on any other would never be ended by a settle and would block the agent for a
+    call that never happened. Returns the new row's id. Raises dialstate.UnknownLead, UnknownAgent,
+    dialstate.NotLive.
     """
     lead = dialstate.lock_lead(conn, oli_id)
     agent = find_agent(conn, agent_id=agent_id)
+    if not dialstate.is_live(lead):
+        raise dialstate.NotLive(oli_id)
     queries.insert_missed_activity(
         conn, agent_id=agent_id, lead_id=lead["id"], oli_id=oli_id, call_type=call_type,
         extension=agent["extension"], connected_at=now, connected_at_utc=clock.to_utc(now, tz),

@@ -8,23 +8,36 @@
 - `claim_lead`: a named lead, for a redial (call_type redial) or an inbound call; reopens
   Received, Rejected and Disposed leads.
 
-Every claim sets Calling + isReserved and remembers the previous status (dialstate.claim_changes);
-settle ends the call. Functions take the connection first and run in the caller's transaction;
-`sales_dialer_config.isMaintainance = 1` stops every new claim. Candidate rows are locked with
-FOR UPDATE SKIP LOCKED, so two engines claiming at once never get the same lead.
+Every claim sets Calling + isReserved, remembers the previous status and starts a reservation
+(dialstate.claim_changes); settle ends the call, or the sweep releases the reservation when its
+lease runs out. Functions take the connection first and run in the caller's transaction;
+`sales_dialer_config.isMaintainance = 1` stops every new outbound claim (NotClaimable). Candidate
+rows are locked with FOR UPDATE SKIP LOCKED, so two engines claiming at once never get the same
+lead, and a claim answers None only when nothing it may take is due and unreserved.
 """
 
+from collections import Counter
 from datetime import timedelta
 
 from . import clock, dialstate
 from .agents import UnknownAgent, with_lists
 from .db import queries
 
+# Candidates read per claim bucket and form_type in the first window; each later window is
+# WINDOW_GROWTH times larger, until the candidates run out.
 CANDIDATES = 5
+WINDOW_GROWTH = 8
+MAINTENANCE = "maintenance"
+NO_FREE_AGENT = "no_free_agent"
 
 
 class NotClaimable(Exception):
-    """A named lead cannot be claimed; `reason` says why (maintenance, live, agent state, ...)."""
+    """No claim can be made now, and `reason` says why.
+
+    maintenance (isMaintainance = 1, HTTP 409 `maintenance`); lead_in_flight (a named lead is live,
+    HTTP 409 `lead_in_flight`); the agent's unavailable reason (panel_inactive, paused, ami_busy,
+    wrap_up, outbound_blocked) or no_free_agent for a predictive claim (HTTP 409 `not_claimable`).
+    """
 
     def __init__(self, reason):
         super().__init__(reason)
@@ -42,23 +55,54 @@ def lock_agent(conn, agent_id):
     return with_lists(agent)
 
 
-def _candidates(conn, form_types, priorities, now, config):
-    """Candidate lead ids in claim order: bucket by bucket, due-first within a bucket across form_types.
+def _candidates(conn, form_types, priorities, now, config, max_rows):
+    """Unlocked candidate lead ids in claim order, and whether they are all there are.
 
+    Bucket by bucket, due-first within a bucket across form_types; at most `max_rows` per bucket
+    and form_type. The second value is True when no bucket of any form_type was cut at `max_rows`.
     Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry rules 2).
     """
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
-    rows = [row for form_type in form_types for row in queries.due_candidates(
-        conn, form_type=form_type, now=now, callbacks_open=callbacks_open, all_priorities=not priorities,
-        priorities=tuple(priorities) or (0,), max_rows=CANDIDATES)]
+    rows, cut = [], False
+    for form_type in form_types:
+        found = list(queries.due_candidates(
+            conn, form_type=form_type, now=now, callbacks_open=callbacks_open, all_priorities=not priorities,
+            priorities=tuple(priorities) or (0,), max_rows=max_rows))
+        cut = cut or max_rows in Counter(row["bucket"] for row in found).values()
+        rows.extend(found)
     rows.sort(key=lambda row: (row["bucket"], row["due"] is not None, row["due"] or now, row["id"]))
-    return [row["id"] for row in rows]
+    return [row["id"] for row in rows], not cut
 
 
-def _lock_first_due(conn, ids, now, config):
-    for lead_id in ids:
-        row = queries.lock_unreserved(conn, id=lead_id)
-        # The candidate was read without a lock: check again now that it is ours.
+def _lock_first_due(conn, form_types, priorities, now, config):
+    """Lock and return the first due, unreserved lead of `form_types` in claim order, or None.
+
+    Candidates are read without locks, in index order, and locked one at a time with SKIP LOCKED,
+    so concurrent claims pass each other's leads by instead of queueing on them. When a window of
+    candidates is used up without a lead, the next, larger one is read, until the candidates run
+    out; then the leads that other transactions held are waited for, in claim order (a claim that
+    took one has reserved it; a push or a CRM action leaves it unreserved, and it is ours). So None
+    means that no lead of these form_types is due and unreserved at this moment (issue #16).
+    """
+    tried, held = set(), []
+    max_rows = CANDIDATES
+    while True:
+        ids, complete = _candidates(conn, form_types, priorities, now, config, max_rows)
+        for lead_id in ids:
+            if lead_id in tried:
+                continue
+            tried.add(lead_id)
+            row = queries.lock_unreserved(conn, id=lead_id)
+            if row is None:
+                held.append(lead_id)
+            # The candidate was read without a lock: check again now that it is ours.
+            elif dialstate.is_due(row, now, config):
+                return row
+        if complete:
+            break
+        max_rows *= WINDOW_GROWTH
+    for lead_id in held:
+        row = queries.lock_unreserved_waiting(conn, id=lead_id)
         if row is not None and dialstate.is_due(row, now, config):
             return row
     return None
@@ -67,34 +111,42 @@ def _lock_first_due(conn, ids, now, config):
 def claim_next(conn, agent_id, now):
     """Progressive claim: reserve the next due lead for agent `agent_id`, or return None.
 
-    None when the dialer is in maintenance, the agent is not available (dialstate.unavailable_reason)
-    or no lead matching the agent's skills and allowed priorities is due. Returns the claimed
-    sales_master row as it now stands (Calling, isReserved 1). Raises agents.UnknownAgent.
+    None only when no lead matching the agent's skills and allowed priorities is due and
+    unreserved. Returns the claimed sales_master row as it now stands (Calling, isReserved 1, a new
+    reservation_id, reserved_at = `now`, wall-clock DB_TIMEZONE). Raises agents.UnknownAgent;
+    NotClaimable with reason maintenance, or the agent's unavailable reason
+    (dialstate.unavailable_reason: panel_inactive, paused, ami_busy, wrap_up, outbound_blocked).
     """
     config = dialstate.load_config(conn)
     agent = lock_agent(conn, agent_id)
-    if config.isMaintainance or dialstate.unavailable_reason(agent, now):
-        return None
-    row = _lock_first_due(conn, _candidates(conn, agent["skills"], agent["priorities"], now, config), now, config)
+    if config.isMaintainance:
+        raise NotClaimable(MAINTENANCE)
+    reason = dialstate.unavailable_reason(agent, now)
+    if reason:
+        raise NotClaimable(reason)
+    row = _lock_first_due(conn, agent["skills"], agent["priorities"], now, config)
     if row is None:
         return None
-    return dialstate.write_lead(conn, row, dialstate.claim_changes(row), now)
+    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
 def claim_predictive(conn, now):
     """Predictive claim: reserve the next due lead whose form_type some free agent has, or None.
 
     The customer is called first; `bridge` then picks the agent. Priorities are matched at bridge
-    time. None in maintenance or when no agent is free.
+    time. None only when no lead of a free agent's skills is due and unreserved. Raises
+    NotClaimable with reason maintenance, or no_free_agent when no agent with a skill is free.
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance:
-        return None
+        raise NotClaimable(MAINTENANCE)
     skills = sorted({skill for agent in _free_agents(conn, now) for skill in agent["skills"]})
-    row = _lock_first_due(conn, _candidates(conn, skills, [], now, config), now, config)
+    if not skills:
+        raise NotClaimable(NO_FREE_AGENT)
+    row = _lock_first_due(conn, skills, [], now, config)
     if row is None:
         return None
-    return dialstate.write_lead(conn, row, dialstate.claim_changes(row), now)
+    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
 def _free_agents(conn, now):
@@ -136,7 +188,7 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL):
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance and call_type != "inbound":
-        raise NotClaimable("maintenance")
+        raise NotClaimable(MAINTENANCE)
     agent = lock_agent(conn, agent_id)
     own_missed = bool(queries.agent_has_missed_activity(conn, agent_id=agent_id, oli_id=oli_id))
     reason = dialstate.unavailable_reason(agent, now, outbound=call_type != "inbound" and not own_missed)
@@ -149,7 +201,7 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL):
         raise NotClaimable("lead_in_flight")  # another transaction holds it right now
     if row["isReserved"]:
         raise NotClaimable("lead_in_flight")
-    return dialstate.write_lead(conn, row, dialstate.claim_changes(row), now)
+    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
 KEEP = object()

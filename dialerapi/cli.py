@@ -3,7 +3,8 @@
     dialerapi db upgrade     apply pending migrations and add missing reference rows
     dialerapi db pending     list migrations not yet applied
     dialerapi settle OLI_ID OUTCOME   settle the hangup of a live call (for the dialing engine)
-    dialerapi sweep          apply held CRM actions whose lead is no longer live
+    dialerapi sweep          apply held CRM actions whose lead is no longer live; release expired reservations
+    dialerapi release OLI_ID release a live reservation that no settle will end (a crashed engine)
     dialerapi call-connected OLI_ID --agent-id N   open the agent's missed activity (for the engine)
     dialerapi agents add|update|list|remove|import|state   the agent roster and availability
     dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
@@ -17,6 +18,8 @@ import json
 import secrets
 from datetime import datetime
 
+import logging
+
 import click
 from flask import current_app
 from flask.cli import FlaskGroup
@@ -25,6 +28,8 @@ from . import actions, agents, claims, clock, create_app, dialstate, migrate
 from .clock import format_wall_clock
 from .config import ConfigError
 from .db import get_db, queries
+
+log = logging.getLogger("dialerapi.cli")
 
 
 def _create_cli_app():
@@ -95,8 +100,9 @@ def settle(oli_id, outcome, agent_id, call_type, hangup_by, hangup_cause, starte
 
     Records the call attempt, applies the hangup transition, clears the reservation, starts the
     grace window of the agent's missed activity, then applies the latest held CRM callback or
-    disposition. Prints the lead and the action applied as JSON. Exits 1 if the lead does not
-    exist or is not live (dial_status Calling and isReserved 1).
+    disposition. Prints the lead and the action applied as JSON. Exits 1, storing nothing, if the
+    lead does not exist or is not live (dial_status Calling and isReserved 1), or if --agent-id is
+    not on the roster.
     """
     config = current_app.config
     try:
@@ -108,8 +114,14 @@ def settle(oli_id, outcome, agent_id, call_type, hangup_by, hangup_cause, starte
         )
     except dialstate.UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
+    except dialstate.UnknownAgent:
+        raise click.ClickException(f"no agent has id {agent_id}: nothing was settled") from None
     except dialstate.NotLive:
         raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): nothing to settle") from None
+    _echo_end_of_call(result)
+
+
+def _echo_end_of_call(result):
     shown = ("oli_id", "data_id", "dial_status", "priority_id", "callback_scheduled_at", "next_retry_at", "call_count",
              "disposeRemark")
     lead = {key: result["lead"][key] for key in shown}
@@ -119,12 +131,39 @@ def settle(oli_id, outcome, agent_id, call_type, hangup_by, hangup_cause, starte
 
 @main.command()
 def sweep():
-    """Apply held CRM actions whose lead is no longer live, now (the job runs this every 60 s).
+    """Apply held CRM actions whose lead is no longer live, and release expired reservations, now.
 
-    Rows older than 30 s are applied; rows whose oli_id no longer exists become failed. Prints the
-    counts as JSON.
+    The job runs this every 60 s. Rows older than 30 s are applied; rows whose oli_id no longer
+    exists become failed; reservations older than RESERVATION_LEASE_SECONDS are released as an
+    originate failure. Prints the counts as JSON.
     """
-    _echo_json(actions.sweep(get_db(), _now(), current_app.config["DB_TIMEZONE"]))
+    config = current_app.config
+    _echo_json(actions.sweep(get_db(), _now(), config["DB_TIMEZONE"], config))
+
+
+@main.command()
+@click.argument("oli_id")
+def release(oli_id):
+    """Release OLI_ID's live reservation by hand: for a call that no settle will end (a crashed engine).
+
+    What an originate failure does, with no call attempt recorded: the status from before the
+    claim comes back, call_count is untouched, the lead is retried after RELEASE_RETRY_MS, the
+    missed activity of the call starts its grace window and a held CRM action is applied. A later
+    settle naming the released reservation answers 409 stale_reservation. Prints the lead as JSON;
+    exits 1 if the lead does not exist or is not live.
+    """
+    config = current_app.config
+    try:
+        result = get_db().run(
+            dialstate.release, oli_id, _now(), tz=config["DB_TIMEZONE"],
+            grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"], release_retry_ms=config["RELEASE_RETRY_MS"],
+        )
+    except dialstate.UnknownLead:
+        raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
+    except dialstate.NotLive:
+        raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): nothing to release") from None
+    log.warning("reservation of %s released by hand (dialerapi release)", oli_id)
+    _echo_end_of_call(result)
 
 
 @main.command("call-connected")
@@ -136,7 +175,8 @@ def call_connected(oli_id, agent_id, call_type):
 
     The activity stays open (ended_at and due_at empty) until `dialerapi settle` ends the call;
     if no CRM callback or disposition arrives within MISSED_ACTIVITY_GRACE_MINUTES after that,
-    the agent's outbound is paused. Prints the activity id.
+    the agent's outbound is paused. Prints the activity id; exits 1, opening nothing, when the lead
+    is not live (no call to connect) or either id is unknown.
     """
     try:
         activity_id = get_db().run(agents.open_missed_activity, oli_id, agent_id, _now(),
@@ -145,6 +185,8 @@ def call_connected(oli_id, agent_id, call_type):
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
     except agents.UnknownAgent:
         raise click.ClickException(f"no agent has id {agent_id}: add them with `dialerapi agents add`") from None
+    except dialstate.NotLive:
+        raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): no call to connect") from None
     _echo_json({"missed_activity_id": activity_id})
 
 
@@ -265,7 +307,8 @@ def claim(agent_id, oli_id, call_type, predictive):
     Progressive: --agent-id N claims the next due lead for agent N (due Callback, then Pending,
     Abandoned, Not Connected). Predictive: --predictive claims one for the free agents' skills.
     Redial or inbound: --agent-id N --oli-id X [--call-type inbound]. Prints the lead as JSON, or
-    `null` when there is nothing to claim; exits 1 when a named lead cannot be claimed.
+    `null` when no lead it may take is due and unreserved; exits 1 with the reason when no claim
+    can be made (maintenance, the agent's state, no free agent, a live named lead).
     """
     if predictive == (agent_id is not None) or (oli_id and agent_id is None):
         raise click.UsageError("give --agent-id (with or without --oli-id) or --predictive")
@@ -278,7 +321,7 @@ def claim(agent_id, oli_id, call_type, predictive):
         else:
             row = db.run(claims.claim_next, agent_id, _now())
     except claims.NotClaimable as exc:
-        raise click.ClickException(f"cannot claim {oli_id}: {exc.reason}") from None
+        raise click.ClickException(f"cannot claim {oli_id or 'a lead'}: {exc.reason}") from None
     except (agents.UnknownAgent, dialstate.UnknownLead) as exc:
         kind = "agent" if isinstance(exc, agents.UnknownAgent) else "lead"
         raise click.ClickException(f"unknown {kind}: {exc}") from None

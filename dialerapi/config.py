@@ -123,6 +123,9 @@ SETTINGS = {
     "DB_TIMEZONE": ("UTC", _timezone),
     "MISSED_ACTIVITY_GRACE_MINUTES": ("10", _non_negative_int),
     "RELEASE_RETRY_MS": ("60000", _non_negative_int),
+    # A reservation older than this (elapsed seconds) without a settle is released by the sweep as an
+    # originate failure: 4 hours, longer than any real call (README, "Reservation lease").
+    "RESERVATION_LEASE_SECONDS": ("14400", _positive_int),
     "RATELIMIT_STORAGE_URI": ("memory://", _text),
     "TRUSTED_PROXY_COUNT": ("0", _non_negative_int),
     "AMI_HOST": ("", _text),

@@ -48,8 +48,10 @@ OUTCOMES = {
 DIAL_STATE_COLUMNS = (
     "data_id", "priority_id", "dial_status", "previous_dial_status", "disposeRemark", "last_dial_result",
     "hangup_by", "hangup_cause", "last_attempt_at", "first_attempt_at", "next_retry_at",
-    "callback_scheduled_at", "call_count", "isReserved",
+    "callback_scheduled_at", "call_count", "isReserved", "reservation_id", "reserved_at",
 )
+# What ends a reservation (settle, a release): the lead is no longer reserved by anyone.
+RESERVATION_ENDED = {"isReserved": 0, "previous_dial_status": None, "reservation_id": None, "reserved_at": None}
 
 
 class UnknownLead(LookupError):
@@ -61,7 +63,16 @@ class LeadInFlight(Exception):
 
 
 class NotLive(Exception):
-    """settle was called for a lead that is not live: there is no call to settle."""
+    """The operation needs a live call and the lead is not live (HTTP 409 `lead_not_live`)."""
+
+
+class StaleReservation(Exception):
+    """The reservation a settle names is no longer the lead's: it was released (the lease, an
+    operator) or ended by another settle (HTTP 409 `stale_reservation`)."""
+
+
+class UnknownAgent(LookupError):
+    """No agent has this employee id (HTTP 404 `unknown_agent`)."""
 
 
 @dataclass(frozen=True)
@@ -235,7 +246,7 @@ def hangup_changes(row, outcome, now, config, tz, *, call_type="outbound", hangu
     Raises KeyError for an unknown outcome.
     """
     status, result = OUTCOMES[outcome]
-    changes = {"isReserved": 0, "previous_dial_status": None}
+    changes = dict(RESERVATION_ENDED)
     if status is None:
         # DATETIME holds whole seconds: round the delay up so the retry never comes early.
         delay = timedelta(seconds=math.ceil(release_retry_ms / 1000))
@@ -324,24 +335,27 @@ def apply_latest_pending(conn, row, now, config):
 
 
 def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, agent_id=None, call_type="outbound",
-           hangup_by=None, hangup_cause=None, started_at=None):
+           hangup_by=None, hangup_cause=None, started_at=None, reservation_id=None):
     """Settle a hangup reported by the dialing engine (decisions.md D6), in the caller's transaction.
 
     Locks the master row; records the call attempt in sales_call_attempts; applies the hangup
-    transition (`hangup_changes`); clears the reservation; ends the agent's open missed activity
-    for the lead (ended_at = now, due_at = `grace_minutes` of elapsed time later, with their exact
-    UTC instants beside them) and queues the agents' events; then applies the latest pending CRM
-    action of the oli_id, which wins over the hangup state. `now` and `started_at` are wall-clock
-    datetimes in `tz` (DB_TIMEZONE).
+    transition (`hangup_changes`); ends the reservation; ends the agent's open missed activity for
+    the lead and applies the latest held CRM action (`end_call`). `now` and `started_at` are
+    wall-clock datetimes in `tz` (DB_TIMEZONE). `reservation_id`, when given, must be the lead's
+    current reservation (the one its claim answered), so a settle that comes after its reservation
+    was released cannot settle a later call of the same lead.
 
     Returns {"lead": the row as it now stands, "pending": the action applied or None}. Raises
-    UnknownLead, NotLive when the lead is not Calling + reserved, KeyError for an unknown outcome.
+    UnknownLead, UnknownAgent for an `agent_id` not on the roster, NotLive when the lead is not
+    Calling + reserved, StaleReservation, KeyError for an unknown outcome. Nothing is written
+    when it raises.
     """
     if outcome not in OUTCOMES:
         raise KeyError(outcome)
     row = lock_lead(conn, oli_id)
-    if not is_live(row):
-        raise NotLive(oli_id)
+    if agent_id is not None and not queries.agent_exists(conn, agent_id=agent_id):
+        raise UnknownAgent(agent_id)
+    check_reservation(row, reservation_id)
     config = load_config(conn)
     queries.insert_call_attempt(
         conn, lead_id=row["id"], oli_id=oli_id, agent_id=agent_id, call_type=call_type,
@@ -352,6 +366,27 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
         row, outcome, now, config, tz, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
         started_at=started_at, release_retry_ms=release_retry_ms,
     )
+    return end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes, agent_id=agent_id)
+
+
+def check_reservation(row, reservation_id=None):
+    """Raise NotLive unless the locked `row` is live; StaleReservation when `reservation_id` is given
+    and is not the row's current reservation (also when the row is no longer live)."""
+    if reservation_id is not None and (not is_live(row) or row["reservation_id"] != reservation_id):
+        raise StaleReservation(row["oli_id"])
+    if not is_live(row):
+        raise NotLive(row["oli_id"])
+
+
+def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=None):
+    """Write the end of a live call onto the locked `row`, then what follows from it (D6).
+
+    `changes` are the columns the end of the call writes (a hangup transition, or a release). Ends
+    the open missed activity of `agent_id` (of every agent when None) for the lead: ended_at = now,
+    due_at = `grace_minutes` of elapsed time later, with their exact UTC instants beside them, and
+    queues the agents' events; then applies the latest held CRM action of the oli_id, which wins.
+    Returns {"lead": the row as it now stands, "pending": the action applied or None}.
+    """
     row = write_lead(conn, row, changes, now)
     grace = timedelta(minutes=grace_minutes)
     ended_at_utc = clock.to_utc(now, tz)
@@ -360,22 +395,64 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
         ended_at_utc=ended_at_utc, due_at_utc=ended_at_utc + grace,
     )
     if ended:
-        notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=oli_id)], now)
+        notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=row["oli_id"])], now)
     row, applied = apply_latest_pending(conn, row, now, config)
     return {"lead": row, "pending": applied}
+
+
+def release(conn, oli_id, now, *, tz, grace_minutes, release_retry_ms, reservation_id=None):
+    """End a live reservation that no settle ended (README, "Reservation lease"), in the caller's transaction.
+
+    What an originate failure does, without a call attempt: the status from before the claim is
+    restored, call_count and the attempt times stay as they were, the lead is retried after
+    `release_retry_ms`; the open missed activities of the lead start their grace window and the
+    latest held CRM action is applied (`end_call`). `reservation_id`, when given, must still be
+    the lead's (the sweep passes the one it found expired). Returns what `end_call` returns.
+    Raises UnknownLead, NotLive, StaleReservation.
+    """
+    row = lock_lead(conn, oli_id)
+    check_reservation(row, reservation_id)
+    config = load_config(conn)
+    changes = hangup_changes(row, "originate_failed", now, config, tz, release_retry_ms=release_retry_ms)
+    return end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes)
+
+
+def expired_reservations(conn, now, tz, lease_seconds):
+    """The live leads whose reservation is older than `lease_seconds` of elapsed time, oldest first.
+
+    Returns [{"oli_id", "reservation_id", "reserved_at"}]. Measured between instants, so a lease
+    never ends early across a daylight-saving change. Reservations without reserved_at (an
+    engine that reserves rows in SQL itself) never expire.
+    """
+    lease = timedelta(seconds=lease_seconds)
+    # The wall-clock bound lets the index skip young rows; it is never earlier than the exact one.
+    rows = queries.reservations_before(conn, before=clock.after(now, -lease, tz))
+    deadline = clock.instant(now, tz) - lease
+    return [row for row in rows if clock.instant(row["reserved_at"], tz) <= deadline]
+
+
+def oldest_reservation_seconds(conn, now, tz):
+    """Age in seconds (elapsed) of the oldest live reservation that has a reserved_at, or None."""
+    oldest = queries.oldest_reservation(conn)
+    if oldest is None:
+        return None
+    return max(0, round((clock.instant(now, tz) - clock.instant(oldest, tz)).total_seconds()))
 
 
 REOPENABLE = (RECEIVED, REJECTED, DISPOSED)
 
 
-def claim_changes(row):
+def claim_changes(row, now):
     """The columns a claim changes: Calling and reserved, remembering the status it left.
 
-    Attempts are counted by settle, not here, so an originate failure leaves them untouched.
+    The reservation gets a new reservation_id and reserved_at = `now` (wall-clock DB_TIMEZONE), from
+    which its lease runs. Attempts are counted by settle, not here, so an originate failure leaves
+    them untouched.
     Claiming a Received, Rejected or Disposed lead (a redial or an inbound call) reopens it;
     leaving Disposed clears disposeRemark.
     """
-    changes = {"dial_status": CALLING, "isReserved": 1, "previous_dial_status": row["dial_status"]}
+    changes = {"dial_status": CALLING, "isReserved": 1, "previous_dial_status": row["dial_status"],
+               "reservation_id": str(uuid.uuid4()), "reserved_at": now}
     if row["dial_status"] == DISPOSED:
         changes["disposeRemark"] = None
     return changes

@@ -30,6 +30,7 @@ LEAD_FIELDS = (
     "oli_id", "data_id", "phone_number", "client_name", "form_type", "priority_id", "dial_status",
     "previous_dial_status", "disposeRemark", "last_dial_result", "hangup_by", "hangup_cause", "call_count",
     "first_attempt_at", "last_attempt_at", "next_retry_at", "callback_scheduled_at", "isReserved",
+    "reservation_id", "reserved_at",
 )
 REPLY_KEEP = timedelta(days=1)
 
@@ -76,8 +77,9 @@ def claim(conn, request, now):
 
     progressive: the next due lead for agent_id (claims.claim_next); predictive: one for the skills
     of whoever is free (claims.claim_predictive); redial / inbound: oli_id for agent_id
-    (claims.claim_lead). Returns {"lead": lead_view or None}. Raises agents.UnknownAgent,
-    dialstate.UnknownLead, claims.NotClaimable, IdempotencyConflict.
+    (claims.claim_lead). Returns {"lead": lead_view or None}; None only when nothing the claim may
+    take is due and unreserved. Raises agents.UnknownAgent, dialstate.UnknownLead,
+    claims.NotClaimable, IdempotencyConflict. A refusal is not stored: its retry is decided anew.
     """
     def work():
         mode = request["mode"]
@@ -107,7 +109,7 @@ def call_connected(conn, request, now, tz):
     """POST /engine/call-connected: {oli_id, agent_id, call_type, request_id} -> {"missed_activity_id"}.
 
     Opens the agent's missed activity (agents.open_missed_activity). Raises dialstate.UnknownLead,
-    agents.UnknownAgent, IdempotencyConflict.
+    agents.UnknownAgent, dialstate.NotLive (the lead is not on a call), IdempotencyConflict.
     """
     def work():
         activity_id = agents.open_missed_activity(conn, request["oli_id"], request["agent_id"], now, tz,
@@ -128,16 +130,17 @@ def settle(conn, request, now, tz, *, grace_minutes, release_retry_ms):
     """POST /engine/settle: the hangup of a live call (dialstate.settle, decisions.md D6).
 
     `request`: {oli_id, outcome, started_at, agent_id?, call_type, hangup_by?, hangup_cause?,
-    call_id?}. Returns {"lead": lead_view as it now stands, "applied": {id, action, scheduled_at,
-    reason} of the held CRM action applied, or None}. Raises dialstate.UnknownLead,
-    dialstate.NotLive, IdempotencyConflict.
+    call_id?, reservation_id?}. Returns {"lead": lead_view as it now stands, "applied": {id,
+    action, scheduled_at, reason} of the held CRM action applied, or None}. Raises
+    dialstate.UnknownLead, agents.UnknownAgent, dialstate.NotLive, dialstate.StaleReservation,
+    IdempotencyConflict.
     """
     def work():
         result = dialstate.settle(
             conn, request["oli_id"], request["outcome"], now, tz=tz, grace_minutes=grace_minutes,
             release_retry_ms=release_retry_ms, agent_id=request.get("agent_id"), call_type=request["call_type"],
             hangup_by=request.get("hangup_by"), hangup_cause=request.get("hangup_cause"),
-            started_at=request["started_at"],
+            started_at=request["started_at"], reservation_id=request.get("reservation_id"),
         )
         applied = result["pending"]
         return {

@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 
 from .agents import UnknownAgent, UnknownExtension
 from .claims import NotClaimable
-from .dialstate import LeadInFlight, NotLive, UnknownLead
+from .dialstate import LeadInFlight, NotLive, StaleReservation, UnknownLead
 from .engine import IdempotencyConflict
 
 log = logging.getLogger(__name__)
@@ -99,10 +99,15 @@ def register(app):
     def not_live(err):
         return error_response(409, "lead_not_live")
 
+    @app.errorhandler(StaleReservation)
+    def stale_reservation(err):
+        return error_response(409, "stale_reservation")
+
     @app.errorhandler(NotClaimable)
     def not_claimable(err):
-        if err.reason == "lead_in_flight":
-            return error_response(409, "lead_in_flight")
+        # Floor-wide and lead-wide refusals have codes of their own; the agent's have a reason.
+        if err.reason in ("lead_in_flight", "maintenance"):
+            return error_response(409, err.reason)
         return error_response(409, "not_claimable", reason=err.reason)
 
     @app.errorhandler(IdempotencyConflict)

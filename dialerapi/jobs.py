@@ -14,7 +14,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import actions, agents, clock, engine, health
 from .db import get_db, queries
-from .observability import SWEEPS
+from .observability import RESERVATIONS_RELEASED, SWEEPS
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +65,17 @@ def run_once_per_tick(db, name, interval_seconds, now, work):
 
 
 def sweep_tick(app):
-    """The sweep job (decisions.md D6): at most one process per tick applies held CRM actions."""
+    """The sweep job (decisions.md D6): at most one process per tick applies held CRM actions and
+    releases the reservations whose lease ran out (counted in dialerapi_reservations_released_total)."""
     with app.app_context():
         db = get_db()
         tz = app.config["DB_TIMEZONE"]
         now = clock.now(tz)
-        result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: actions.sweep(db, now, tz))
+        result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: actions.sweep(db, now, tz, app.config))
         if result is not None:
             SWEEPS.inc()
-        if result and (result["applied"] or result["failed"]):
+            RESERVATIONS_RELEASED.inc(result["released"])
+        if result and (result["applied"] or result["failed"] or result["released"]):
             log.info("sweep: %s", result)
         return result
 

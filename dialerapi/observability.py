@@ -21,6 +21,7 @@ from flask import g, request
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 
+from . import clock, dialstate
 from .db import connect, queries
 
 access_log = logging.getLogger("dialerapi.access")
@@ -32,6 +33,8 @@ REQUEST_SECONDS = Histogram(
 )
 LEADS_PUSHED = Counter("dialerapi_leads_pushed_total", "Leads pushed, by result", ["status"])
 SWEEPS = Counter("dialerapi_sweeps_total", "Sweep runs (one per tick across all processes)")
+RESERVATIONS_RELEASED = Counter("dialerapi_reservations_released_total",
+                                "Live reservations released by the sweep because their lease ran out")
 
 
 def init_app(app):
@@ -67,8 +70,9 @@ def count_pushed(results):
 class DatabaseGauges:
     """Gauges read from the database when /metrics is scraped (a 2 s timeout; none when it is down)."""
 
-    def __init__(self, database_url):
+    def __init__(self, database_url, tz):
         self.database_url = database_url
+        self.tz = tz
 
     def collect(self):
         try:
@@ -84,11 +88,16 @@ class DatabaseGauges:
                                     value=queries.count_open_missed_activities(conn))
             yield GaugeMetricFamily("dialerapi_agents_blocked", "Agents whose outbound is paused",
                                     value=queries.count_blocked_agents(conn))
+            yield GaugeMetricFamily("dialerapi_live_reservations", "Leads reserved live on a call (Calling + isReserved)",
+                                    value=queries.count_live_reservations(conn)["live"])
+            oldest = dialstate.oldest_reservation_seconds(conn, clock.now(self.tz), self.tz)
+            yield GaugeMetricFamily("dialerapi_oldest_reservation_seconds",
+                                    "Age of the oldest live reservation (0 when there is none)", value=oldest or 0)
         finally:
             conn.close()
 
 
-def exposition(database_url):
+def exposition(database_url, tz):
     """The /metrics body in the Prometheus text format: process samples plus database gauges."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
@@ -96,5 +105,5 @@ def exposition(database_url):
     else:
         registry = REGISTRY
     gauges = CollectorRegistry()
-    gauges.register(DatabaseGauges(database_url))
+    gauges.register(DatabaseGauges(database_url, tz))
     return generate_latest(registry) + generate_latest(gauges)

@@ -151,12 +151,17 @@ class EngineLeadSchema(Schema):
     next_retry_at = fields.String(required=True, allow_none=True)
     callback_scheduled_at = fields.String(required=True, allow_none=True)
     isReserved = fields.Integer(required=True)
+    reservation_id = fields.String(required=True, allow_none=True, metadata={
+        "description": "The claim's reservation (null once it ended): send it with the settle"})
+    reserved_at = fields.String(required=True, allow_none=True, metadata={
+        "description": "When the reservation was made, wall-clock DB_TIMEZONE; its lease runs from here"})
 
 
 class EngineClaimResponseSchema(Schema):
     ok = fields.Boolean(required=True)
-    lead = fields.Nested(EngineLeadSchema, required=True, allow_none=True,
-                         metadata={"description": "The reserved lead (Calling, isReserved 1), or null: nothing to claim"})
+    lead = fields.Nested(EngineLeadSchema, required=True, allow_none=True, metadata={
+        "description": "The reserved lead (Calling, isReserved 1), or null: no lead the claim may take is due "
+                       "and unreserved"})
 
 
 class EngineBridgeResponseSchema(Schema):
@@ -220,7 +225,7 @@ COMMON = {
     "500": _error("Unexpected server error (no details)", "internal_error"),
 }
 WRITES = {
-    "400": _json("Invalid JSON (`invalid_json`) or failed validation (`validation_failed`, with details)", "Error",
+    "400": _json("Error", "Invalid JSON (`invalid_json`) or failed validation (`validation_failed`, with details)",
                  {"ok": False, "error": "validation_failed",
                   "details": [{"field": "phone_number", "message": "must be 10-15 digits after removing spaces and punctuation"}]}),
     "413": _error("Body larger than 1 MiB", "payload_too_large"),
@@ -303,6 +308,13 @@ ENGINE_COMMON = {
     "401": _error("Missing or wrong key: /engine/ takes ENGINE_SECRET, not the CRM's WS_SECRET", "unauthorized"),
 }
 REUSED = _error("A request_id (or call_id) sent again with another body", "idempotency_conflict")
+CLAIM_MODES = {"progressive": "ProgressiveClaimRequest", "predictive": "PredictiveClaimRequest",
+               "redial": "NamedClaimRequest", "inbound": "NamedClaimRequest"}
+CLAIM_REQUEST = {
+    "oneOf": [{"$ref": f"#/components/schemas/{name}"} for name in dict.fromkeys(CLAIM_MODES.values())],
+    "discriminator": {"propertyName": "mode",
+                      "mapping": {mode: f"#/components/schemas/{name}" for mode, name in CLAIM_MODES.items()}},
+}
 
 
 def _engine(summary, description, request, request_example, response, example, **responses):
@@ -319,12 +331,17 @@ OPERATIONS.update({
         "progressive: the next due lead for `agent_id` (due Callback, Pending, Abandoned, Not Connected); "
         "predictive: one for the skills of whoever is free (then /engine/bridge); redial and inbound: "
         "`oli_id` for `agent_id` (reopens Received, Rejected and Disposed). The lead becomes Calling and "
-        "reserved. Sent again with the same `request_id`, it answers the same lead and reserves nothing more.",
-        "EngineClaimRequest", {"mode": "progressive", "agent_id": 501, "request_id": "c-7f3a-0001"},
+        "reserved. Sent again with the same `request_id`, it answers the same lead and reserves nothing more. "
+        "`lead: null` means that no lead the claim may take is due and unreserved; every other refusal is a 409 "
+        "that says why (README, \"The engine API\", the error table mode by mode).",
+        CLAIM_REQUEST, {"mode": "progressive", "agent_id": 501, "request_id": "c-7f3a-0001"},
         "EngineClaimResponse", None,
-        **{"404": _json("Error", "`unknown_agent` or `unknown_oli_id`", {"ok": False, "error": "unknown_agent"}),
-           "409": _json("Error", "`lead_in_flight`, `not_claimable` (with `reason`: maintenance, panel_inactive, "
-                                 "paused, ami_busy, wrap_up, outbound_blocked) or `idempotency_conflict`",
+        **{"404": _json("Error", "`unknown_agent` (progressive, redial, inbound) or `unknown_oli_id` (redial, "
+                                 "inbound)", {"ok": False, "error": "unknown_agent"}),
+           "409": _json("Error", "`maintenance` (progressive, predictive, redial); `not_claimable` with `reason`: "
+                                 "the agent's (panel_inactive, paused, ami_busy, wrap_up, outbound_blocked; "
+                                 "progressive, redial, inbound) or no_free_agent (predictive); `lead_in_flight` "
+                                 "(redial, inbound); `idempotency_conflict`",
                         {"ok": False, "error": "not_claimable", "reason": "ami_busy"})},
     ),
     "/engine/bridge": _engine(
@@ -343,7 +360,8 @@ OPERATIONS.update({
         "EngineCallConnectedRequest", {"oli_id": "CRM-2026-000042", "agent_id": 501, "request_id": "m-7f3a-0001"},
         "EngineCallConnectedResponse", {"ok": True, "missed_activity_id": 12},
         **{"404": _json("Error", "`unknown_oli_id` or `unknown_agent`", {"ok": False, "error": "unknown_agent"}),
-           "409": REUSED},
+           "409": _json("Error", "`lead_not_live` (the lead is not on a call: nothing is opened) or "
+                                 "`idempotency_conflict`", {"ok": False, "error": "lead_not_live"})},
     ),
     "/engine/settle": _engine(
         "The hangup of a live call: the state table's transition, then the latest held CRM action",
@@ -356,9 +374,11 @@ OPERATIONS.update({
                                 "started_at": "2026-11-21 10:00:05", "hangup_by": "customer", "hangup_cause": "19",
                                 "call_id": "1732183205.42"},
         "EngineSettleResponse", None,
-        **{"404": _error("No lead has this oli_id", "unknown_oli_id"),
-           "409": _json("Error", "`lead_not_live` (nothing to settle) or `idempotency_conflict`",
-                        {"ok": False, "error": "lead_not_live"})},
+        **{"404": _json("Error", "`unknown_oli_id`, or `unknown_agent` for an agent_id not on the roster "
+                                 "(nothing is stored)", {"ok": False, "error": "unknown_oli_id"}),
+           "409": _json("Error", "`lead_not_live` (nothing to settle), `stale_reservation` (the reservation_id sent "
+                                 "was released by its lease or an operator, or already settled) or "
+                                 "`idempotency_conflict`", {"ok": False, "error": "lead_not_live"})},
     ),
     "/engine/agent-state": _engine(
         "What the engine knows of an agent: panel, AMI idle, wrap-up; answers the availability",
@@ -380,7 +400,8 @@ SCHEMAS = {
     "PendingDispositionResponse": PendingDispositionResponseSchema,
     "MissedActivitiesResponse": MissedActivitiesResponseSchema, "PauseReasonsResponse": PauseReasonsResponseSchema,
     "HealthzResponse": HealthzResponseSchema, "HealthResponse": HealthResponseSchema,
-    "EngineClaimRequest": schemas.EngineClaimSchema, "EngineBridgeRequest": schemas.EngineBridgeSchema,
+    "ProgressiveClaimRequest": schemas.ProgressiveClaimSchema, "PredictiveClaimRequest": schemas.PredictiveClaimSchema,
+    "NamedClaimRequest": schemas.NamedClaimSchema, "EngineBridgeRequest": schemas.EngineBridgeSchema,
     "EngineCallConnectedRequest": schemas.EngineCallConnectedSchema, "EngineSettleRequest": schemas.EngineSettleSchema,
     "EngineAgentStateRequest": schemas.EngineAgentStateSchema, "EngineClaimResponse": EngineClaimResponseSchema,
     "EngineBridgeResponse": EngineBridgeResponseSchema, "EngineCallConnectedResponse": EngineCallConnectedResponseSchema,

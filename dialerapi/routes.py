@@ -142,7 +142,7 @@ def detailed_health():
 @health_bp.get("/metrics")
 def metrics():
     """Prometheus metrics (text exposition format); authenticated like every non-public path."""
-    body = observability.exposition(current_app.config["DATABASE_URL"])
+    body = observability.exposition(current_app.config["DATABASE_URL"], db_timezone())
     return Response(body, mimetype="text/plain", headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
 
@@ -150,9 +150,10 @@ def metrics():
 def engine_claim():
     """Reserve a lead for the dialing engine (lead-intake-api.md, "Claim and retry rules"): 200 {ok, lead or null}.
 
-    404 unknown_agent / unknown_oli_id; 409 lead_in_flight, not_claimable (with `reason`), idempotency_conflict.
+    404 unknown_agent / unknown_oli_id; 409 maintenance, lead_in_flight, not_claimable (with
+    `reason`), idempotency_conflict (README, "The engine API": the error table, mode by mode).
     """
-    claim = load(schemas.EngineClaimSchema().load, json_body())
+    claim = load(schemas.load_engine_claim, json_body())
     return {"ok": True, **get_db().run(engine.claim, claim, clock.now(db_timezone()))}
 
 
@@ -165,7 +166,10 @@ def engine_bridge():
 
 @engine_bp.post("/call-connected")
 def engine_call_connected():
-    """A bridged outgoing or redial call connected: open the missed activity. 200 {ok, missed_activity_id}."""
+    """A bridged outgoing or redial call connected: open the missed activity. 200 {ok, missed_activity_id}.
+
+    404 unknown_oli_id / unknown_agent; 409 lead_not_live (no call to connect), idempotency_conflict.
+    """
     connected = load(schemas.EngineCallConnectedSchema().load, json_body())
     tz = db_timezone()
     return {"ok": True, **get_db().run(engine.call_connected, connected, clock.now(tz), tz)}
@@ -173,7 +177,10 @@ def engine_call_connected():
 
 @engine_bp.post("/settle")
 def engine_settle():
-    """The hangup of a live call (decisions.md D6): 200 {ok, lead, applied}; 409 lead_not_live."""
+    """The hangup of a live call (decisions.md D6): 200 {ok, lead, applied}.
+
+    404 unknown_oli_id / unknown_agent; 409 lead_not_live, stale_reservation, idempotency_conflict.
+    """
     hangup = load(schemas.EngineSettleSchema().load, json_body())
     tz, config = db_timezone(), current_app.config
     return {"ok": True, **get_db().run(

@@ -18,7 +18,7 @@ from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from .clock import instant, parse_wall_clock
 from .agents import CONNECTED_CALL_TYPES
-from .dialstate import CALL_TYPES, OUTCOMES
+from .dialstate import CALL_TYPES, OUTCOMES, REDIAL
 from .engine import CLAIM_MODES
 
 RequestContext = Context[dict]
@@ -362,28 +362,53 @@ def _engine_oli_id(**kwargs):
     return Text(validate=Length(1, 100), **kwargs)
 
 
-class EngineClaimSchema(ApiSchema):
-    """POST /engine/claim: {mode, request_id, agent_id?, oli_id?}.
+class ProgressiveClaimSchema(ApiSchema):
+    """POST /engine/claim, mode progressive: {mode, request_id, agent_id}: the next due lead for the agent."""
 
-    progressive: agent_id; predictive: neither; redial and inbound: agent_id and oli_id.
-    """
+    mode = Text(required=True, validate=OneOf(["progressive"]))
+    request_id = _request_id()
+    agent_id = StrictInteger(required=True, validate=EMPLOYEE_ID,
+                             metadata={"description": "The agent whose desk rings first"})
+
+
+class PredictiveClaimSchema(ApiSchema):
+    """POST /engine/claim, mode predictive: {mode, request_id}: a lead for the skills of whoever is free."""
+
+    mode = Text(required=True, validate=OneOf(["predictive"]))
+    request_id = _request_id()
+
+
+class NamedClaimSchema(ApiSchema):
+    """POST /engine/claim, mode redial or inbound: {mode, request_id, agent_id, oli_id}: that lead for that agent."""
+
+    mode = Text(required=True, validate=OneOf([REDIAL, "inbound"]))
+    request_id = _request_id()
+    agent_id = StrictInteger(required=True, validate=EMPLOYEE_ID)
+    oli_id = _engine_oli_id(required=True)
+
+
+CLAIM_SCHEMAS = {"progressive": ProgressiveClaimSchema, "predictive": PredictiveClaimSchema,
+                 REDIAL: NamedClaimSchema, "inbound": NamedClaimSchema}
+
+
+class EngineClaimSchema(ApiSchema):
+    """A claim whose mode is missing or unknown: reports the mode, and the types of the rest."""
 
     mode = Text(required=True, validate=OneOf(CLAIM_MODES))
     request_id = _request_id()
     agent_id = StrictInteger(validate=EMPLOYEE_ID)
     oli_id = _engine_oli_id()
 
-    @validates_schema(skip_on_field_errors=True)
-    def fields_of_the_mode(self, data, **kwargs):
-        needs = {"progressive": {"agent_id"}, "predictive": set()}.get(data["mode"], {"agent_id", "oli_id"})
-        errors = {}
-        for field in ("agent_id", "oli_id"):
-            if field in needs and field not in data:
-                errors[field] = [f"required for mode {data['mode']}"]
-            elif field not in needs and field in data:
-                errors[field] = [f"not taken by mode {data['mode']}"]
-        if errors:
-            raise ValidationError(errors)
+
+def load_engine_claim(body):
+    """Validate a POST /engine/claim body with the schema of its `mode` (CLAIM_SCHEMAS).
+
+    Returns {mode, request_id, agent_id?, oli_id?}. A field the mode does not take is an unknown
+    field. Raises marshmallow.ValidationError.
+    """
+    mode = body.get("mode") if isinstance(body, dict) else None
+    schema = CLAIM_SCHEMAS.get(mode) if isinstance(mode, str) else None
+    return (schema or EngineClaimSchema)().load(body)
 
 
 class EngineBridgeSchema(ApiSchema):
@@ -402,22 +427,43 @@ class EngineCallConnectedSchema(ApiSchema):
     request_id = _request_id()
 
 
+# What each outcome of a settle leaves on the lead (lead-intake-api.md, the `Calling` rows of
+# "States and transitions"), for the API document.
+OUTCOME_HELP = "; ".join(
+    f"`{outcome}`: {'the status before the claim' if status is None else status}, last_dial_result {result}"
+    for outcome, (status, result) in OUTCOMES.items()
+)
+WALL_CLOCK_PATTERN = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?$"
+
+
 class EngineSettleSchema(ApiSchema):
-    """POST /engine/settle: {oli_id, outcome, started_at, agent_id?, call_type, hangup_by?, hangup_cause?, call_id?}.
+    """POST /engine/settle: {oli_id, outcome, started_at, agent_id?, call_type, hangup_by?, hangup_cause?,
+    call_id?, reservation_id?}.
 
     started_at per D2 (wall-clock DB_TIMEZONE, or ISO 8601 with an offset), loaded as a naive
     DB_TIMEZONE datetime. A settle is known by call_id when given, else by oli_id and started_at.
+    reservation_id, when given, must be the lead's current reservation (the claim's answer).
     """
 
     oli_id = _engine_oli_id(required=True)
-    outcome = Text(required=True, validate=OneOf(list(OUTCOMES)))
-    started_at = WallClockDateTime(required=True)
-    agent_id = StrictInteger(validate=EMPLOYEE_ID)
+    outcome = Text(required=True, validate=OneOf(list(OUTCOMES)), metadata={
+        "description": f"How the call ended. Next dial_status and last_dial_result: {OUTCOME_HELP}. "
+                       "no_answer, busy and congestion end Disposed once call_count reaches max_tries."})
+    started_at = WallClockDateTime(required=True, metadata={
+        "description": "When the call was originated: `YYYY-MM-DD HH:MM[:SS]` wall-clock in the service's "
+                       "DB_TIMEZONE, or ISO 8601 with an offset or `Z` (converted). Recorded on the call attempt; "
+                       "without call_id it also names the settle for retries.",
+        "example": "2026-11-21 10:00:05", "pattern": WALL_CLOCK_PATTERN})
+    agent_id = StrictInteger(validate=EMPLOYEE_ID, metadata={
+        "description": "The agent who took the call; must be on the roster (404 unknown_agent)"})
     call_type = Text(load_default="outbound", validate=OneOf(CALL_TYPES))
     hangup_by = Text(validate=Length(1, 32))
     hangup_cause = Text(validate=Length(1, 64))
     call_id = Text(validate=Length(1, 100),
                    metadata={"description": "Your id of the call: a settle sent again with it answers the first result"})
+    reservation_id = Text(validate=Length(1, 36), metadata={
+        "description": "The reservation_id the claim answered. Given, the settle applies only to that "
+                       "reservation: 409 stale_reservation once it was released or settled."})
 
 
 class EngineAgentStateSchema(ApiSchema):

@@ -85,7 +85,10 @@ class LibraryEngine:
                     wrapup_until=wrapup_until)
 
     def claim(self, agent_id):
-        row = self.db.run(claims.claim_next, agent_id, self.floor.now)
+        try:
+            row = self.db.run(claims.claim_next, agent_id, self.floor.now)
+        except claims.NotClaimable:  # not available now (wrap-up, blocked, maintenance): try later
+            return None
         return row and Claimed(row["oli_id"], row["previous_dial_status"], row["callback_scheduled_at"])
 
     def connected(self, oli_id, agent_id):
@@ -119,8 +122,10 @@ class HttpEngine:
         self._post("agent-state", {"agent_id": agent_id, **{k: v for k, v in fields.items() if v is not None}})
 
     def claim(self, agent_id):
-        lead = self._post("claim", {"mode": "progressive", "agent_id": agent_id, "request_id": self._request_id()})["lead"]
-        if lead is None:
+        body = {"mode": "progressive", "agent_id": agent_id, "request_id": self._request_id()}
+        response = self.floor.http("/engine/claim", body, expect=(200, 409), headers=self.headers)
+        lead = response.get_json().get("lead")
+        if lead is None:  # nothing due, or a 409 saying why the agent cannot take a call now
             return None
         due = lead["callback_scheduled_at"]
         return Claimed(lead["oli_id"], lead["previous_dial_status"], due and clock.parse_wall_clock(due, self.floor.tz))

@@ -26,21 +26,24 @@ now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 
 echo "== progressive: the engine claims for agent $agent, rings their desk, then the customer" >&2
 post agent-state "{\"agent_id\": $agent, \"panel_active\": true, \"ami_idle\": true, \"wrapup_seconds\": 0}" >/dev/null
-oli_id=$(post claim "{\"mode\": \"progressive\", \"agent_id\": $agent, \"request_id\": \"$(request_id)\"}" \
-  | jq -er '.lead.oli_id')
+lead=$(post claim "{\"mode\": \"progressive\", \"agent_id\": $agent, \"request_id\": \"$(request_id)\"}")
+oli_id=$(jq -er '.lead.oli_id' <<<"$lead")
+reservation=$(jq -er '.lead.reservation_id' <<<"$lead")  # sent back with the settle: it ends this reservation only
 started=$(now)
 post agent-state "{\"agent_id\": $agent, \"ami_idle\": false}" >/dev/null
 post call-connected "{\"oli_id\": \"$oli_id\", \"agent_id\": $agent, \"request_id\": \"$(request_id)\"}" >/dev/null
 post settle "{\"oli_id\": \"$oli_id\", \"outcome\": \"answered\", \"agent_id\": $agent, \"started_at\": \"$started\",
-  \"hangup_by\": \"customer\", \"hangup_cause\": \"16\", \"call_id\": \"$(request_id)\"}" | jq -e '.lead.dial_status == "Received"' >/dev/null
+  \"hangup_by\": \"customer\", \"hangup_cause\": \"16\", \"call_id\": \"$(request_id)\", \"reservation_id\": \"$reservation\"}" | jq -e '.lead.dial_status == "Received"' >/dev/null
 post agent-state "{\"agent_id\": $agent, \"ami_idle\": true, \"wrapup_seconds\": 0}" >/dev/null
 
 echo "== predictive: the engine dials first, then bridges the answered customer to a free agent" >&2
-oli_id=$(post claim "{\"mode\": \"predictive\", \"request_id\": \"$(request_id)\"}" | jq -er '.lead.oli_id')
+lead=$(post claim "{\"mode\": \"predictive\", \"request_id\": \"$(request_id)\"}")
+oli_id=$(jq -er '.lead.oli_id' <<<"$lead")
+reservation=$(jq -er '.lead.reservation_id' <<<"$lead")
 started=$(now)
 bridged=$(post bridge "{\"oli_id\": \"$oli_id\", \"request_id\": \"$(request_id)\"}" | jq -er '.agent_id')
 post call-connected "{\"oli_id\": \"$oli_id\", \"agent_id\": $bridged, \"request_id\": \"$(request_id)\"}" >/dev/null
 post settle "{\"oli_id\": \"$oli_id\", \"outcome\": \"answered\", \"agent_id\": $bridged, \"started_at\": \"$started\",
-  \"call_id\": \"$(request_id)\"}" | jq -e '.lead.dial_status == "Received"' >/dev/null
+  \"call_id\": \"$(request_id)\", \"reservation_id\": \"$reservation\"}" | jq -e '.lead.dial_status == "Received"' >/dev/null
 post agent-state "{\"agent_id\": $bridged, \"ami_idle\": true}" >/dev/null
 echo "== both calls settled" >&2

@@ -71,9 +71,10 @@ def test_a_bad_csv_row_imports_nothing(database_url, sql, tmp_path):
 # --- opening missed activities -------------------------------------------------------------------
 
 @pytest.mark.clock
-def test_call_connected_opens_a_live_missed_activity(app, agent, new_lead, sql):
+def test_call_connected_opens_a_live_missed_activity(app, agent, new_lead, make_live, sql):
     agent()
     new_lead("OLI-1")
+    make_live("OLI-1")
     with app.app_context():
         activity_id = get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, TZ, "redial")
     row = sql.one("SELECT * FROM sales_missed_activities WHERE id = %s", activity_id)
@@ -84,10 +85,23 @@ def test_call_connected_opens_a_live_missed_activity(app, agent, new_lead, sql):
     assert outbox(sql) == [501]
 
 
-@pytest.mark.clock
-def test_call_connected_command(database_url, agent, new_lead, sql):
+def test_call_connected_on_a_lead_not_on_a_call_opens_nothing(app, agent, new_lead, sql):
     agent()
     new_lead("OLI-1")
+    with app.app_context(), pytest.raises(dialstate.NotLive):
+        get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, TZ)
+    assert sql("SELECT * FROM sales_missed_activities") == [] and outbox(sql) == []
+
+
+@pytest.mark.clock
+def test_call_connected_command(database_url, agent, new_lead, make_live, sql):
+    agent()
+    new_lead("OLI-1")
+    new_lead("NOT-LIVE")
+    refused = cli(database_url, "call-connected", "NOT-LIVE", "--agent-id", "501")
+    assert refused.returncode == 1 and "is not live" in refused.stderr
+    assert sql("SELECT * FROM sales_missed_activities") == []
+    make_live("OLI-1")
     result = cli(database_url, "call-connected", "OLI-1", "--agent-id", "501", now=NOW)
     assert result.returncode == 0, result.stderr
     row = sql.one("SELECT id, connected_at FROM sales_missed_activities")

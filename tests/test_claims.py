@@ -166,17 +166,20 @@ def test_allowed_priorities_limit_the_claim_and_none_means_all(run, floor_agent,
     assert claimed(run, 502) == "CB"
 
 
-@pytest.mark.parametrize("columns", [
-    {"panel_active": 0},
-    {"pause_code": "tea"},
-    {"ami_idle": 0},
-    {"wrapup_until": NOW + timedelta(seconds=30)},
-    {"outbound_blocked": 1},
+@pytest.mark.parametrize("columns, reason", [
+    ({"panel_active": 0}, "panel_inactive"),
+    ({"pause_code": "tea"}, "paused"),
+    ({"ami_idle": 0}, "ami_busy"),
+    ({"wrapup_until": NOW + timedelta(seconds=30)}, "wrap_up"),
+    ({"outbound_blocked": 1}, "outbound_blocked"),
 ])
-def test_only_an_available_agent_claims(run, floor_agent, lead_in, columns):
+def test_only_an_available_agent_claims_and_a_refusal_says_why(run, floor_agent, lead_in, sql, columns, reason):
     floor_agent(**columns)
     lead_in("L")
-    assert claimed(run) is None
+    with pytest.raises(claims.NotClaimable) as refused:
+        claimed(run)
+    assert refused.value.reason == reason
+    assert sql.lead("L")["isReserved"] == 0
 
 
 def test_wrap_up_ends(run, floor_agent, lead_in):
@@ -191,8 +194,9 @@ def test_maintenance_stops_new_claims_but_live_calls_go_on(run, floor_agent, lea
     lead_in("L2")
     make_live("L2")
     sql("UPDATE sales_dialer_config SET isMaintainance = 1")
-    assert claimed(run) is None
-    assert run(claims.claim_predictive, NOW) is None
+    for claim in (lambda: claimed(run), lambda: run(claims.claim_predictive, NOW)):
+        with pytest.raises(claims.NotClaimable, match="^maintenance$"):
+            claim()
     result = run(dialstate.settle, "L2", "answered", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     assert result["lead"]["dial_status"] == "Received"
     sql("UPDATE sales_dialer_config SET isMaintainance = 0")
@@ -260,7 +264,8 @@ def test_a_blocked_agent_may_redial_only_their_own_missed_leads(run, floor_agent
     assert run(claims.claim_lead, 501, "MINE", NOW, "redial")["oli_id"] == "MINE"
     with pytest.raises(claims.NotClaimable, match="outbound_blocked"):
         run(claims.claim_lead, 501, "OTHER", NOW, "redial")
-    assert claimed(run) is None, "and no progressive claim while blocked"
+    with pytest.raises(claims.NotClaimable, match="outbound_blocked"):
+        claimed(run)  # and no progressive claim while blocked
 
 
 def test_named_claims_refuse_live_unknown_and_maintenance(run, floor_agent, lead_in, make_live, sql):
@@ -304,10 +309,14 @@ def test_predictive_holds_when_nobody_is_free_and_abandons_when_the_customer_han
     assert row["dial_status"] == "Abandoned" and row["next_retry_at"] == NOW + timedelta(seconds=3600)
 
 
-def test_predictive_claims_nothing_without_a_free_agent(run, floor_agent, lead_in):
+def test_predictive_claims_nothing_without_a_free_agent_and_says_so(run, floor_agent, lead_in, sql):
     floor_agent(501, ami_idle=0)
     lead_in("A")
-    assert run(claims.claim_predictive, NOW) is None
+    with pytest.raises(claims.NotClaimable, match="^no_free_agent$"):
+        run(claims.claim_predictive, NOW)
+    assert sql.lead("A")["isReserved"] == 0
+    floor_agent(502, skills=("car_loan",))
+    assert run(claims.claim_predictive, NOW) is None, "a free agent, but no lead of their skills is due"
 
 
 # --- the retry schedule ---------------------------------------------------------------------------------
@@ -394,7 +403,8 @@ def test_claim_and_bridge_commands(database_url, floor_agent, lead_in, sql):
 
     floor_agent(501, ami_idle=0)
     lead_in("A")
-    assert json.loads(dialerapi("claim", "--agent-id", "501").stdout) is None, "AMI busy"
+    busy = dialerapi("claim", "--agent-id", "501")
+    assert busy.returncode == 1 and "cannot claim a lead: ami_busy" in busy.stderr
     assert dialerapi("agents", "state", "501", "--ami-idle", "--wrapup-seconds", "0").returncode == 0
     assert json.loads(dialerapi("claim", "--agent-id", "501").stdout)["oli_id"] == "A"
     lead_in("B")

@@ -114,7 +114,7 @@ def test_a_progressive_call(call, floor, sql, client, auth):
     assert activity == {"ended_at": None, "due_at": None, "cleared_by": "callback"}
     status, state = call("agent-state", {"agent_id": 501, "ami_idle": True, "wrapup_seconds": 45})
     assert state["agent"]["wrapup_until"] == "2026-11-21 10:00:45" and state["agent"]["unavailable_reason"] == "wrap_up"
-    assert claim(call, request_id="r-2") == (200, {"ok": True, "lead": None}), "in wrap-up: nothing to claim"
+    assert claim(call, request_id="r-2") == (409, {"ok": False, "error": "not_claimable", "reason": "wrap_up"})
 
 
 @pytest.mark.parametrize("outcome, status_after", [
@@ -227,12 +227,15 @@ def test_a_claim_retried_with_its_request_id_reserves_nothing_more(call, floor, 
     assert conflict == (409, {"ok": False, "error": "idempotency_conflict"})
 
 
-def test_an_empty_claim_retried_stays_empty(call, floor, sql):
-    sql("UPDATE sales_dialer_config SET isMaintainance = 1")
+def test_an_empty_claim_retried_stays_empty_and_a_refusal_is_decided_anew(call, floor, sql):
+    sql("UPDATE sales_master SET dial_status = 'Received'")
     assert claim(call) == (200, {"ok": True, "lead": None})
-    sql("UPDATE sales_dialer_config SET isMaintainance = 0")
+    sql("UPDATE sales_master SET dial_status = 'Pending'")
     assert claim(call) == (200, {"ok": True, "lead": None}), "a retry answers as the first time"
-    assert claim(call, request_id="r-new")[1]["lead"]["oli_id"] == "A"
+    sql("UPDATE sales_dialer_config SET isMaintainance = 1")
+    assert claim(call, request_id="r-2") == (409, {"ok": False, "error": "maintenance"})
+    sql("UPDATE sales_dialer_config SET isMaintainance = 0")
+    assert claim(call, request_id="r-2")[1]["lead"]["oli_id"] == "A", "a refusal is not stored"
 
 
 @pytest.mark.parametrize("known_by", [{"call_id": "1732183205.42"}, {}], ids=["call_id", "oli_id+started_at"])

@@ -8,11 +8,13 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
+from openapi_spec_validator import OpenAPIV31SpecValidator
 from schemathesis.specs.openapi.checks import (
     content_type_conformance, response_headers_conformance, response_schema_conformance, status_code_conformance,
 )
 
 from conftest import ENGINE_SECRET, SECRET
+from dialerapi import dialstate, engine
 
 EXAMPLES_PER_OPERATION = 40
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
@@ -72,3 +74,57 @@ def test_docs_render_from_local_assets(client):
         assert response.status_code == 200 and len(response.data) > 100, asset
     assert '"url": "/openapi.json"' in html
     assert b"SwaggerUIBundle" in client.get("/docs/swagger-ui-bundle.js").data
+
+
+def _refs(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            yield node["$ref"]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def test_the_document_validates_and_every_ref_resolves(client):
+    """A client generator reads the whole document (issue #16): it must be valid OpenAPI 3.1 and no
+    $ref may point at a schema that does not exist."""
+    document = client.get("/openapi.json").get_json()
+    OpenAPIV31SpecValidator(document).validate()
+    refs = set(_refs(document))
+    assert "#/components/schemas/Error" in refs
+    for ref in refs:
+        node = document
+        assert ref.startswith("#/"), ref
+        for part in ref[2:].split("/"):
+            assert part in node, f"{ref} does not resolve"
+            node = node[part]
+
+
+def test_the_claim_request_is_described_mode_by_mode(client):
+    document = client.get("/openapi.json").get_json()
+    schemas = document["components"]["schemas"]
+    request = document["paths"]["/engine/claim"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert request["discriminator"]["propertyName"] == "mode"
+    mapping = request["discriminator"]["mapping"]
+    assert set(mapping) == set(engine.CLAIM_MODES)
+    assert {ref["$ref"] for ref in request["oneOf"]} == set(mapping.values())
+    required = {mode: set(schemas[ref.rsplit("/", 1)[1]]["required"]) for mode, ref in mapping.items()}
+    assert required == {"progressive": {"mode", "request_id", "agent_id"}, "predictive": {"mode", "request_id"},
+                        "redial": {"mode", "request_id", "agent_id", "oli_id"},
+                        "inbound": {"mode", "request_id", "agent_id", "oli_id"}}
+    for mode, ref in mapping.items():
+        described = schemas[ref.rsplit("/", 1)[1]]
+        assert mode in described["properties"]["mode"]["enum"] and described["additionalProperties"] is False
+
+
+def test_settle_documents_started_at_and_each_outcomes_last_dial_result(client):
+    settle = client.get("/openapi.json").get_json()["components"]["schemas"]["EngineSettleRequest"]["properties"]
+    started_at = settle["started_at"]
+    assert re.fullmatch(started_at["pattern"], started_at["example"])
+    assert re.fullmatch(started_at["pattern"], "2026-11-21T04:30:05Z") and "DB_TIMEZONE" in started_at["description"]
+    assert not re.fullmatch(started_at["pattern"], "2026-11-21"), "date-only is refused"
+    for outcome, (_, result) in dialstate.OUTCOMES.items():
+        assert f"`{outcome}`: " in settle["outcome"]["description"] and f"last_dial_result {result}" in settle[
+            "outcome"]["description"]

@@ -31,12 +31,24 @@ def settle(app):
 
 
 @pytest.fixture
-def live_lead(new_lead, make_live):
+def live_lead(new_lead, make_live, sql):
+    """A lead live on a call, and agent 501 on the roster to settle it for."""
+    sql("INSERT IGNORE INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Kavya')")
+
     def make(oli_id="OLI-1", **columns):
         new_lead(oli_id)
         return make_live(oli_id, **columns)
 
     return make
+
+
+def test_settle_for_an_agent_not_on_the_roster_stores_nothing(settle, live_lead, sql, open_missed_activity):
+    before = live_lead()
+    open_missed_activity("OLI-1", agent_id=501)
+    with pytest.raises(dialstate.UnknownAgent):
+        settle("OLI-1", "answered", agent_id=999)
+    assert sql.lead("OLI-1") == before and sql("SELECT * FROM sales_call_attempts") == []
+    assert sql.one("SELECT ended_at FROM sales_missed_activities")["ended_at"] is None
 
 
 @pytest.mark.clock
@@ -258,7 +270,11 @@ def test_settle_command(database_url, live_lead, client, auth, sql):
     assert sql.one("SELECT agent_id, hangup_by FROM sales_call_attempts") == {"agent_id": 501, "hangup_by": "customer"}
 
 
-def test_settle_command_explains_refusals(database_url, new_lead):
+def test_settle_command_explains_refusals(database_url, live_lead, new_lead, sql):
+    before = live_lead("LIVE")
+    unknown_agent = cli(database_url, "settle", "LIVE", "answered", "--agent-id", "999")
+    assert unknown_agent.returncode == 1 and "no agent has id 999" in unknown_agent.stderr
+    assert sql.lead("LIVE") == before and sql("SELECT * FROM sales_call_attempts") == []
     new_lead("OLI-1")
     not_live = cli(database_url, "settle", "OLI-1", "answered")
     assert not_live.returncode == 1 and "is not live" in not_live.stderr
@@ -360,7 +376,7 @@ def test_the_sweep_job_runs_once_per_tick_across_processes(app, database_url):
 def test_the_sweep_tick_records_its_run(app, held_callback, sql, frozen_clock):
     engine_settles_without_telling_us(sql)
     frozen_clock(NOW + timedelta(minutes=1))
-    assert jobs.sweep_tick(app) == {"applied": 1, "live": 0, "failed": 0}
+    assert jobs.sweep_tick(app) == {"released": 0, "applied": 1, "live": 0, "failed": 0}
     run = sql.one("SELECT * FROM dialerapi_job_runs WHERE name = 'sweep'")
     assert run["last_started_at"] == NOW + timedelta(minutes=1) and "applied" in run["last_result"]
     assert jobs.sweep_tick(app) is None

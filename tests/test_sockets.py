@@ -140,8 +140,9 @@ def test_changes_by_other_processes_arrive_within_2_seconds(connect, floor, app,
     assert cleared["data"]["items"] == [] and cleared["data"]["blocked"] is False
 
 
-def test_other_agents_do_not_get_the_events(connect, floor, app, new_lead):
+def test_other_agents_do_not_get_the_events(connect, floor, app, new_lead, make_live):
     new_lead("OLI-1")
+    make_live("OLI-1")
     other = connect("agentId=502")
     frame(other)
     frame(other)

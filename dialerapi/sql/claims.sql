@@ -49,6 +49,11 @@ UNION ALL
 -- name: lock_unreserved(id)^
 SELECT * FROM sales_master WHERE id = :id AND isReserved = 0 FOR UPDATE SKIP LOCKED;
 
+-- name: lock_unreserved_waiting(id)^
+-- The same, waiting for a transaction that holds the row: a locking read then sees its latest
+-- committed version (reserved by a claim, or still free after a push).
+SELECT * FROM sales_master WHERE id = :id AND isReserved = 0 FOR UPDATE;
+
 -- name: lock_lead_skip_locked(oli_id)^
 SELECT * FROM sales_master WHERE oli_id = :oli_id FOR UPDATE SKIP LOCKED;
 

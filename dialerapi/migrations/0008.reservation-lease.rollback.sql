@@ -1,0 +1,1 @@
+ALTER TABLE sales_master DROP COLUMN reservation_id, DROP COLUMN reserved_at;

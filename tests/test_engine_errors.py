@@ -1,0 +1,154 @@
+"""The engine API's answer table (README, "The engine API", between the `engine-answers` markers),
+row by row, through a real gunicorn (issue #16). Every row of the README's table is a case here and
+every case is a row there, so the table cannot drift from what the service answers. A refusal
+stores nothing: no reservation, no attempt, no missed activity, no stored reply."""
+
+import re
+from datetime import timedelta
+
+import pytest
+import requests
+
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT
+
+RESERVATION = "8d1c2f0e-0000-4000-8000-00000000000a"
+STARTED = "2026-11-21 09:59:30"
+
+
+def arrange_floor(sql, new_lead):
+    """Agent 501 (home_loan) available; lead A due (Pending), lead B finished (Received), lead L live."""
+    sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (501, '4501', 'Kavya', 1, 1)")
+    sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (501, 'home_loan')")
+    for oli_id in ("A", "B", "L"):
+        new_lead(oli_id)
+    sql("UPDATE sales_master SET dial_status = 'Received' WHERE oli_id = 'B'")
+    sql("UPDATE sales_master SET previous_dial_status = 'Pending', dial_status = 'Calling', isReserved = 1,"
+        " reservation_id = %s, reserved_at = %s WHERE oli_id = 'L'", RESERVATION, DEFAULT_NOW)
+
+
+def agent(column, value):
+    return lambda sql: sql(f"UPDATE sales_agents SET {column} = %s WHERE id = 501", value)
+
+
+def maintenance(sql):
+    sql("UPDATE sales_dialer_config SET isMaintainance = 1")
+
+
+def nothing_due(sql):
+    sql("UPDATE sales_master SET dial_status = 'Received' WHERE oli_id = 'A'")
+
+
+def claim(mode, **fields):
+    return {"mode": mode, "request_id": f"t-{mode}", **fields}
+
+
+SETTLE = {"oli_id": "L", "outcome": "answered", "agent_id": 501, "started_at": STARTED}
+
+# (operation, mode, status, answer, reason): (arrange, body)
+CASES = {
+    ("claim", "progressive", 200, "lead", None): (None, claim("progressive", agent_id=501)),
+    ("claim", "progressive", 200, "null", None): (nothing_due, claim("progressive", agent_id=501)),
+    ("claim", "progressive", 404, "unknown_agent", None): (None, claim("progressive", agent_id=999)),
+    ("claim", "progressive", 409, "maintenance", None): (maintenance, claim("progressive", agent_id=501)),
+    ("claim", "progressive", 409, "not_claimable", "panel_inactive"): (agent("panel_active", 0),
+                                                                       claim("progressive", agent_id=501)),
+    ("claim", "progressive", 409, "not_claimable", "paused"): (agent("pause_code", "tea"),
+                                                               claim("progressive", agent_id=501)),
+    ("claim", "progressive", 409, "not_claimable", "ami_busy"): (agent("ami_idle", 0), claim("progressive", agent_id=501)),
+    ("claim", "progressive", 409, "not_claimable", "wrap_up"): (agent("wrapup_until", DEFAULT_NOW + timedelta(days=1)),
+                                                                claim("progressive", agent_id=501)),
+    ("claim", "progressive", 409, "not_claimable", "outbound_blocked"): (agent("outbound_blocked", 1),
+                                                                         claim("progressive", agent_id=501)),
+    ("claim", "progressive", 400, "validation_failed", None): (None, claim("progressive", agent_id=501, oli_id="A")),
+    ("claim", "predictive", 200, "lead", None): (None, claim("predictive")),
+    ("claim", "predictive", 200, "null", None): (nothing_due, claim("predictive")),
+    ("claim", "predictive", 409, "maintenance", None): (maintenance, claim("predictive")),
+    ("claim", "predictive", 409, "not_claimable", "no_free_agent"): (agent("ami_idle", 0), claim("predictive")),
+    ("claim", "predictive", 400, "validation_failed", None): (None, claim("predictive", agent_id=501)),
+    ("claim", "redial", 200, "lead", None): (None, claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "redial", 404, "unknown_agent", None): (None, claim("redial", agent_id=999, oli_id="B")),
+    ("claim", "redial", 404, "unknown_oli_id", None): (None, claim("redial", agent_id=501, oli_id="ghost")),
+    ("claim", "redial", 409, "maintenance", None): (maintenance, claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "redial", 409, "lead_in_flight", None): (None, claim("redial", agent_id=501, oli_id="L")),
+    ("claim", "redial", 409, "not_claimable", "outbound_blocked"): (agent("outbound_blocked", 1),
+                                                                    claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "inbound", 200, "lead", None): (maintenance, claim("inbound", agent_id=501, oli_id="B")),
+    ("claim", "inbound", 409, "lead_in_flight", None): (None, claim("inbound", agent_id=501, oli_id="L")),
+    ("claim", "inbound", 409, "not_claimable", "ami_busy"): (agent("ami_idle", 0),
+                                                             claim("inbound", agent_id=501, oli_id="B")),
+    ("claim", "any", 409, "idempotency_conflict", None): (
+        lambda sql: sql("INSERT INTO dialerapi_engine_replies (request_key, fingerprint, reply, created_at)"
+                        " VALUES ('claim:t-predictive', 'another body', '{}', %s)", DEFAULT_NOW),
+        claim("predictive")),
+    ("bridge", "-", 200, "agent_id", None): (None, {"oli_id": "L", "request_id": "t-b"}),
+    ("bridge", "-", 200, "null", None): (agent("ami_idle", 0), {"oli_id": "L", "request_id": "t-b"}),
+    ("bridge", "-", 404, "unknown_oli_id", None): (None, {"oli_id": "ghost", "request_id": "t-b"}),
+    ("bridge", "-", 409, "lead_not_live", None): (None, {"oli_id": "A", "request_id": "t-b"}),
+    ("call-connected", "-", 200, "missed_activity_id", None): (None, {"oli_id": "L", "agent_id": 501,
+                                                                      "request_id": "t-m"}),
+    ("call-connected", "-", 404, "unknown_oli_id", None): (None, {"oli_id": "ghost", "agent_id": 501,
+                                                                  "request_id": "t-m"}),
+    ("call-connected", "-", 404, "unknown_agent", None): (None, {"oli_id": "L", "agent_id": 999, "request_id": "t-m"}),
+    ("call-connected", "-", 409, "lead_not_live", None): (None, {"oli_id": "A", "agent_id": 501, "request_id": "t-m"}),
+    ("settle", "-", 200, "lead", None): (None, {**SETTLE, "reservation_id": RESERVATION}),
+    ("settle", "-", 404, "unknown_oli_id", None): (None, {**SETTLE, "oli_id": "ghost"}),
+    ("settle", "-", 404, "unknown_agent", None): (None, {**SETTLE, "agent_id": 999}),
+    ("settle", "-", 409, "lead_not_live", None): (None, {**SETTLE, "oli_id": "A"}),
+    ("settle", "-", 409, "stale_reservation", None): (None, {**SETTLE, "reservation_id": "an-earlier-reservation"}),
+    ("settle", "-", 400, "validation_failed", None): (None, {**SETTLE, "started_at": "2026-11-21"}),
+    ("agent-state", "-", 200, "agent", None): (None, {"agent_id": 501, "ami_idle": True}),
+    ("agent-state", "-", 404, "unknown_agent", None): (None, {"agent_id": 999, "ami_idle": True}),
+}
+ANSWER = re.compile(r"`([a-z_]+)`(?: \(`([a-z_]+)`\))?")
+
+
+def readme_rows():
+    """The (operation, mode, status, answer, reason) rows of the README's engine answer table."""
+    text = (ROOT / "README.md").read_text()
+    table = text.split("<!-- engine-answers -->")[1].split("<!-- /engine-answers -->")[0]
+    rows = set()
+    for line in table.strip().splitlines()[2:]:
+        operation, mode, status, answer, _ = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        code, reason = ANSWER.match(answer).groups()
+        rows.add((operation.strip("`"), mode.strip("`"), int(status), code, reason))
+    return rows
+
+
+def test_the_readme_table_and_these_cases_are_the_same_rows():
+    assert readme_rows() == set(CASES)
+
+
+def snapshot(sql):
+    return {"master": sql("SELECT * FROM sales_master ORDER BY id"),
+            "attempts": sql("SELECT * FROM sales_call_attempts"),
+            "activities": sql("SELECT * FROM sales_missed_activities"),
+            "replies": sql("SELECT request_key FROM dialerapi_engine_replies"),
+            "agents": sql("SELECT * FROM sales_agents")}
+
+
+@pytest.mark.parametrize("row", list(CASES), ids=lambda row: "-".join(str(part) for part in row if part))
+def test_each_row_of_the_answer_table_through_gunicorn(live_server, sql, new_lead, row):
+    operation, mode, status, answer, reason = row
+    arrange, body = CASES[row]
+    arrange_floor(sql, new_lead)
+    if arrange:
+        arrange(sql)
+    before = snapshot(sql)
+    response = requests.post(live_server.url(f"/engine/{operation}"), json=body,
+                             headers={"Authorization": f"Bearer {ENGINE_SECRET}"}, timeout=30)
+    got = response.json()
+    assert response.status_code == status, got
+    if status == 200:
+        assert got["ok"] is True
+        if answer == "null":
+            key = "agent_id" if operation == "bridge" else "lead"
+            assert got[key] is None and snapshot(sql)["master"] == before["master"]
+        else:
+            assert got[answer] is not None
+        return
+    expected = {"ok": False, "error": answer, **({"reason": reason} if reason else {})}
+    if answer == "validation_failed":
+        assert got["error"] == answer and got["details"]
+    else:
+        assert got == expected
+    assert snapshot(sql) == before, "a refusal stores nothing"
