@@ -26,6 +26,9 @@ from .db import connect, queries
 
 access_log = logging.getLogger("dialerapi.access")
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# The method label takes these values and "other": a label set a client can grow (any 3-20 letter
+# token is a method to gunicorn and nginx) would grow /metrics and its files without bound.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 REQUEST_SECONDS = Histogram(
     "dialerapi_request_duration_seconds", "HTTP request latency in seconds", ["method", "route", "status"],
@@ -52,7 +55,8 @@ def init_app(app):
         request_id = g.get("request_id") or uuid.uuid4().hex
         response.headers["X-Request-ID"] = request_id
         route = request.url_rule.rule if request.url_rule else "unmatched"
-        REQUEST_SECONDS.labels(request.method, route, str(response.status_code)).observe(seconds)
+        method = request.method if request.method in METHODS else "other"
+        REQUEST_SECONDS.labels(method, route, str(response.status_code)).observe(seconds)
         access_log.info("request", extra={
             "method": request.method, "path": request.path, "status": response.status_code,
             "duration_ms": round(seconds * 1000, 2), "client_ip": request.remote_addr, "request_id": request_id,

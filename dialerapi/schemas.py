@@ -64,6 +64,25 @@ class Text(fields.String):
         return text
 
 
+class OliId(Text):
+    """An oli_id: 1-100 characters, without whitespace at either end.
+
+    MariaDB compares oli_id with PAD SPACE (`'PAD-1 '` equals `'PAD-1'`), so an id with a trailing
+    space would find, and change, another lead; no CRM means an id with spaces around it either.
+    """
+
+    default_error_messages = {"padded": "must not begin or end with whitespace"}
+
+    def __init__(self, **kwargs):
+        super().__init__(validate=Length(1, 100), **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if text != text.strip():
+            raise self.make_error("padded")
+        return text
+
+
 def is_unicode_text(text):
     """False when `text` holds a lone surrogate, which utf8mb4 cannot store."""
     try:
@@ -75,7 +94,7 @@ def is_unicode_text(text):
 
 def phone_digits(value):
     """The digits of a phone number sent as a JSON string or integer; None for any other JSON type (D4)."""
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, int) and value < 0):
         return None
     return NOT_A_DIGIT.sub("", str(value))
 
@@ -90,7 +109,7 @@ class PhoneNumber(fields.Field):
     def _deserialize(self, value, attr, data, **kwargs):
         digits = phone_digits(value)
         if digits is None:
-            raise ValidationError("must be a string or an integer")
+            raise ValidationError("must be a string or a non-negative integer")
         low, high = PHONE_DIGITS
         if not low <= len(digits) <= high:
             raise ValidationError(f"must be {low}-{high} digits after removing spaces and punctuation")
@@ -117,7 +136,7 @@ class LeadSchema(ApiSchema):
     value exactly as sent, for the response). `data_id` and `agent_id` are unknown fields.
     """
 
-    oli_id = Text(required=True, validate=Length(1, 100))
+    oli_id = OliId(required=True)
     phone_number = PhoneNumber(required=True)
     client_name = Text(required=True, validate=Length(1, 150))
     form_type = Text(required=True, validate=Length(1, 64))
@@ -182,6 +201,8 @@ def plain_lead(lead, priorities):
         text = lead[name]
         if type(text) is not str or not low <= len(text) <= high or not is_unicode_text(text):
             return None
+    if lead["oli_id"] != lead["oli_id"].strip():
+        return None
     priority_id = lead["priority_id"]
     if type(priority_id) is not int or priority_problem(priorities, priority_id, False):
         return None
@@ -207,6 +228,9 @@ class LeadList(fields.List):
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, list):
             return super()._deserialize(value, attr, data, **kwargs)
+        # The count is checked before any lead is loaded: a 1 MiB body holds 350,000 empty leads.
+        if not 1 <= len(value) <= MAX_BATCH:
+            raise ValidationError(f"Length must be between 1 and {MAX_BATCH}.")
         priorities = RequestContext.get()["priorities"]
         loaded, errors = [], {}
         for index, lead in enumerate(value):
@@ -252,7 +276,7 @@ class SendCallbackSchema(ApiSchema):
     Loads to {oli_id, scheduled_at (naive DB_TIMEZONE datetime)}; past times are accepted.
     """
 
-    oliId = Text(required=True, validate=Length(1, 100))
+    oliId = OliId(required=True)
     scheduledAt = WallClockDateTime()
     ScheduledAt = WallClockDateTime()
 
@@ -288,7 +312,7 @@ class PendingCallbackSchema(AuditSchema):
     workStatus, subDisposition, remarks}.
     """
 
-    oliId = Text(required=True, validate=Length(1, 100))
+    oliId = OliId(required=True)
     scheduledAt = WallClockDateTime(required=True)
     callbackType = Text(load_default=None, allow_none=True, validate=OneOf(["today", "future_day"]))
 
@@ -310,7 +334,7 @@ class PendingDispositionSchema(AuditSchema):
     Loads to {oli_id, action: "dispose", reason, agentId, extension, workStatus, subDisposition, remarks}.
     """
 
-    oliId = Text(required=True, validate=Length(1, 100))
+    oliId = OliId(required=True)
     reason = Text(required=True, validate=Length(1, 200))
 
     @post_load
@@ -328,7 +352,7 @@ class MissedActivitiesQuery(Schema):
         unknown = EXCLUDE
 
     agentId = fields.Integer(error_messages={"invalid": "must be an integer"}, validate=EMPLOYEE_ID)
-    extension = Text(validate=Regexp(r"^[0-9]{3,16}$", error="must be 3-16 digits"))
+    extension = Text(validate=Regexp(r"[0-9]{3,16}\Z", error="must be 3-16 digits"))
 
     @validates_schema(pass_original=True, skip_on_field_errors=False)
     def exactly_one(self, data, original_data, **kwargs):
@@ -359,7 +383,7 @@ def _request_id():
 
 
 def _engine_oli_id(**kwargs):
-    return Text(validate=Length(1, 100), **kwargs)
+    return OliId(**kwargs)
 
 
 class ProgressiveClaimSchema(ApiSchema):

@@ -169,7 +169,9 @@ def _handle(db, agent_id, frame):
         event, data = message["event"], message.get("data") or {}
         if not isinstance(data, dict):
             raise TypeError("data must be an object")
-    except (ValueError, TypeError, KeyError):
+        # A \ud800 escape parses to a lone surrogate, which utf8mb4 cannot store (issue #17).
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return "server_error", {"reason": "invalid_message"}
     if event == "agent.pause":
         try:

@@ -14,6 +14,9 @@ from simple_websocket import Client
 from conftest import ENGINE_SECRET, ROOT, SECRET, ensure_program, free_port, start_gunicorn
 
 SITE = ROOT / "deploy" / "nginx" / "dialerapi.conf"
+SHIPPED_ACCESS_LOG = "/var/log/nginx/dialerapi.access.log"
+# Where the private nginx of `proxied` writes the shipped site's access log.
+ACCESS_LOG = {}
 LEAD = {"oli_id": "NG-1", "phone_number": "+91 98765 43210", "client_name": "Asha", "form_type": "f", "priority_id": 2}
 
 
@@ -26,6 +29,9 @@ def proxied(database_url, tmp_path_factory):
     site = SITE.read_text()
     site = site.replace("server 127.0.0.1:8000;", f"server {gunicorn.base_url.removeprefix('http://')};")
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
+    ACCESS_LOG["path"] = workdir / "access.log"
+    assert SHIPPED_ACCESS_LOG in site
+    site = site.replace(SHIPPED_ACCESS_LOG, str(ACCESS_LOG["path"]))
     assert str(port) in site and gunicorn.base_url.rsplit(":", 1)[1] in site
     (workdir / "site.conf").write_text(site)
     temp = "\n".join(f"  {kind}_temp_path {workdir}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
@@ -89,6 +95,12 @@ def test_the_websocket_through_the_proxy(proxied, sql):
         assert frames[-1]["event"] == "agent.paused"
     finally:
         client.close()
+    # The key travelled in the query string; the shipped site's access log keeps the path alone (#17).
+    deadline = time.monotonic() + 5
+    while "/ws" not in ACCESS_LOG["path"].read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    logged = ACCESS_LOG["path"].read_text()
+    assert '"GET /ws HTTP/1.1" 101' in logged and SECRET not in logged and "key=" not in logged
 
 
 def test_rate_limits_count_the_address_nginx_saw(proxied, sql):

@@ -209,6 +209,23 @@ def test_malformed_frames_get_server_error_and_the_socket_stays_open(connect, fl
     assert frame(client)["event"] == "agent.paused"
 
 
+@pytest.mark.parametrize("raw", [
+    '{"event": "agent.pause", "data": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    '{"event": "agent.pause", "data": {"code": "\\ud800"}}',
+    '{"event": "agent.pause", "data": {"code": "other", "note": "lost \\udfff"}}',
+], ids=["nested-100k-deep", "lone-surrogate-code", "lone-surrogate-note"])
+def test_frames_that_cannot_be_read_or_stored_answer_invalid_message(connect, floor, sql, raw):
+    """Issue #17: these crashed the agent's socket (the HTTP 500 page written into it)."""
+    client = connect("agentId=501")
+    frame(client)
+    frame(client)
+    client.send(raw)
+    assert frame(client) == {"event": "server_error", "data": {"reason": "invalid_message"}}
+    client.send(json.dumps({"event": "agent.pause", "data": {"code": "lunch"}}))
+    assert frame(client)["event"] == "agent.paused", "the socket stays open"
+    assert sql.one("SELECT pause_code FROM sales_agents WHERE id = 501")["pause_code"] == "lunch"
+
+
 def test_the_server_keeps_connections_alive_with_pings(app):
     assert app.config["SOCK_SERVER_OPTIONS"]["ping_interval"] == 25
 
