@@ -431,12 +431,16 @@ def expired_reservations(conn, now, tz, lease_seconds):
     return [row for row in rows if clock.instant(row["reserved_at"], tz) <= deadline]
 
 
-def oldest_reservation_seconds(conn, now, tz):
-    """Age in seconds (elapsed) of the oldest live reservation that has a reserved_at, or None."""
-    oldest = queries.oldest_reservation(conn)
-    if oldest is None:
-        return None
-    return max(0, round((clock.instant(now, tz) - clock.instant(oldest, tz)).total_seconds()))
+def live_reservations(conn, now, tz):
+    """The live reservations, for /health and /metrics (README, "Reservation lease"), in one statement.
+
+    Returns {"live": leads Calling + reserved, "unleased": those without reserved_at (no lease),
+    "oldest_seconds": elapsed seconds since the oldest reserved_at, or None when there is none}.
+    """
+    row = queries.live_reservations(conn)
+    oldest = row["oldest"]
+    age = None if oldest is None else max(0, round((clock.instant(now, tz) - clock.instant(oldest, tz)).total_seconds()))
+    return {"live": int(row["live"]), "unleased": int(row["without_lease"]), "oldest_seconds": age}
 
 
 REOPENABLE = (RECEIVED, REJECTED, DISPOSED)

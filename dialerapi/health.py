@@ -112,7 +112,7 @@ def check_ami(app):
 
 def _metrics(conn, tz):
     sweep = queries.job_run(conn, name="sweep")
-    reservations = queries.count_live_reservations(conn)
+    reservations = dialstate.live_reservations(conn, clock.now(tz), tz)
     return {
         "pending_actions": {row["status"]: row["n"] for row in queries.pending_actions_by_status(conn)},
         "open_missed_activities": queries.count_open_missed_activities(conn),
@@ -120,8 +120,8 @@ def _metrics(conn, tz):
         # A reservation older than RESERVATION_LEASE_SECONDS is released by the next sweep; one
         # without reserved_at (reserved in SQL by an engine) never is (README, "Reservation lease").
         "live_reservations": reservations["live"],
-        "unleased_reservations": int(reservations["without_lease"]),
-        "oldest_reservation_seconds": dialstate.oldest_reservation_seconds(conn, clock.now(tz), tz),
+        "unleased_reservations": reservations["unleased"],
+        "oldest_reservation_seconds": reservations["oldest_seconds"],
         "last_sweep_at": format_utc(sweep["last_started_at"], tz) if sweep else None,
         "last_sweep_result": sweep["last_result"] if sweep else None,
     }

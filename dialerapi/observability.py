@@ -92,11 +92,12 @@ class DatabaseGauges:
                                     value=queries.count_open_missed_activities(conn))
             yield GaugeMetricFamily("dialerapi_agents_blocked", "Agents whose outbound is paused",
                                     value=queries.count_blocked_agents(conn))
+            reservations = dialstate.live_reservations(conn, clock.now(self.tz), self.tz)
             yield GaugeMetricFamily("dialerapi_live_reservations", "Leads reserved live on a call (Calling + isReserved)",
-                                    value=queries.count_live_reservations(conn)["live"])
-            oldest = dialstate.oldest_reservation_seconds(conn, clock.now(self.tz), self.tz)
+                                    value=reservations["live"])
             yield GaugeMetricFamily("dialerapi_oldest_reservation_seconds",
-                                    "Age of the oldest live reservation (0 when there is none)", value=oldest or 0)
+                                    "Age of the oldest live reservation (0 when there is none)",
+                                    value=reservations["oldest_seconds"] or 0)
         finally:
             conn.close()
 

@@ -41,10 +41,8 @@ SELECT oli_id, reservation_id, reserved_at FROM sales_master
 WHERE dial_status = 'Calling' AND isReserved = 1 AND reserved_at <= :before
 ORDER BY reserved_at, id;
 
--- name: oldest_reservation()$
-SELECT MIN(reserved_at) FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1;
-
--- name: count_live_reservations()^
--- Every live row, and those without reserved_at (reserved in SQL by an engine: no lease).
-SELECT COUNT(*) AS live, COALESCE(SUM(reserved_at IS NULL), 0) AS without_lease
+-- name: live_reservations()^
+-- Every live row, those without reserved_at (reserved in SQL by an engine: no lease), and the
+-- oldest reserved_at.
+SELECT COUNT(*) AS live, COALESCE(SUM(reserved_at IS NULL), 0) AS without_lease, MIN(reserved_at) AS oldest
 FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1;
