@@ -10,14 +10,13 @@ from pythonjsonlogger.json import JsonFormatter
 
 from flask import Flask
 from flask_swagger_ui import get_swaggerui_blueprint
-from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import auth, config as settings, errors, jobs, observability, routes
 from .db import Database
 from .health import HealthState, recent_logs
 from .json_provider import OrjsonProvider
-from .limits import limiter
-from .sockets import PING_SECONDS, EventHub, sock
+from .limits import TrustedProxyFix, limiter
+from .sockets import SERVER_OPTIONS, EventHub, decline_compression, sock
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -32,13 +31,13 @@ def create_app(config=None):
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json = OrjsonProvider(app)
     if app.config["TRUSTED_PROXY_COUNT"]:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=app.config["TRUSTED_PROXY_COUNT"])
+        app.wsgi_app = TrustedProxyFix(app.wsgi_app, app.config["TRUSTED_PROXY_COUNT"], app.config["TRUSTED_PROXIES"])
     _configure_logging(app.config["LOG_LEVEL"])
 
     app.extensions["dialerapi.db"] = Database(app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"])
     app.extensions["dialerapi.health"] = HealthState()
     app.extensions["dialerapi.events"] = EventHub(app)
-    app.config.setdefault("SOCK_SERVER_OPTIONS", {"ping_interval": PING_SECONDS})
+    app.config.setdefault("SOCK_SERVER_OPTIONS", SERVER_OPTIONS)
 
     health_state = app.extensions["dialerapi.health"]
 
@@ -49,6 +48,7 @@ def create_app(config=None):
 
     errors.register(app)
     observability.init_app(app)
+    app.before_request(decline_compression)
     app.before_request(auth.require_key)
     limiter.init_app(app)
     for blueprint in routes.blueprints:

@@ -5,6 +5,7 @@ present (variables already set win over the file). `load()` parses and checks th
 or missing value raises `ConfigError`, whose message is one line naming the variable.
 """
 
+import ipaddress
 import os
 from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -39,6 +40,15 @@ def _timezone(name, value):
         return ZoneInfo(str(value).strip())
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"{name}={value!r} is not an IANA time zone name such as UTC or Asia/Kolkata") from None
+
+
+def _networks(name, value):
+    """A comma-separated list of IP addresses or networks (CIDR) as a tuple of ip_network."""
+    try:
+        return tuple(ipaddress.ip_network(item.strip(), strict=False) for item in str(value).split(",") if item.strip())
+    except ValueError:
+        raise ConfigError(f"{name}={value!r} must be IP addresses or networks separated by commas, "
+                          "e.g. 127.0.0.1,::1") from None
 
 
 def _non_negative_int(name, value):
@@ -128,6 +138,9 @@ SETTINGS = {
     "RESERVATION_LEASE_SECONDS": ("14400", _positive_int),
     "RATELIMIT_STORAGE_URI": ("memory://", _text),
     "TRUSTED_PROXY_COUNT": ("0", _non_negative_int),
+    # X-Forwarded-For is read only on connections from these addresses: a client that reaches
+    # gunicorn directly cannot choose its own rate-limit counter (issue #17).
+    "TRUSTED_PROXIES": ("127.0.0.1,::1", _networks),
     "AMI_HOST": ("", _text),
     "AMI_PORT": ("5038", _positive_int),
     "AMI_USERNAME": ("", _text),

@@ -37,6 +37,12 @@ class Conflict(Exception):
     """Raised inside a transaction to have `Database.run` roll back and run the work again."""
 
 
+class CommitOutcomeUnknown(Exception):
+    """The connection was lost after COMMIT was sent and before the server answered: the work may
+    or may not be stored. Never retried here (the work would run twice); HTTP answers 503
+    `commit_unknown` and the client repeats the request to find out (README "Security and limits")."""
+
+
 def connect_params(url, connect_timeout=5, io_timeout=60):
     """PyMySQL connect() arguments for DATABASE_URL: utf8mb4, dict rows, READ COMMITTED.
 
@@ -79,18 +85,19 @@ class Database:
 
     @contextmanager
     def transaction(self):
-        """Yield a connection inside BEGIN; commit when the block ends, roll back if it raises."""
+        """Yield a connection inside BEGIN; commit when the block ends, roll back if it raises.
+
+        Raises CommitOutcomeUnknown when the connection is lost while the COMMIT is under way.
+        """
         conn = self.pool.connection()
         try:
             _begin(conn)
-            yield conn
-            conn.commit()
-        except BaseException:
             try:
-                conn.rollback()
-            except pymysql.MySQLError:
-                log.warning("rollback failed; the connection is dropped", exc_info=True)
-            raise
+                yield conn
+            except BaseException:
+                _rollback(conn)
+                raise
+            _commit(conn)
         finally:
             conn.close()
 
@@ -134,6 +141,26 @@ def _begin(conn):
         with suppress(pymysql.MySQLError):
             conn.rollback()
         conn.begin()
+
+
+def _rollback(conn):
+    try:
+        conn.rollback()
+    except pymysql.MySQLError:
+        log.warning("rollback failed; the connection is dropped", exc_info=True)
+
+
+def _commit(conn):
+    """COMMIT; a connection lost before the reply arrived leaves the outcome unknown (issue #17)."""
+    try:
+        conn.commit()
+    except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+        if isinstance(exc, pymysql.err.InterfaceError) or exc.args[0] in CONNECTION_LOST:
+            log.error("the connection was lost during COMMIT: the transaction may or may not be stored",
+                      exc_info=True)
+            raise CommitOutcomeUnknown() from exc
+        _rollback(conn)
+        raise
 
 
 def get_db():

@@ -4,14 +4,17 @@ Views raise `ApiError` (or let marshmallow's ValidationError and werkzeug's HTTP
 through); the handlers registered by `register()` are the only code that builds error bodies.
 """
 
+import json
 import logging
 
 from flask import jsonify
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
+from werkzeug.http import HTTP_STATUS_CODES
 
 from .agents import UnknownAgent, UnknownExtension
 from .claims import NotClaimable
+from .db import CommitOutcomeUnknown
 from .dialstate import LeadInFlight, NotLive, StaleReservation, UnknownLead
 from .engine import IdempotencyConflict
 
@@ -27,6 +30,21 @@ HTTP_CODES = {
     500: "internal_error",
     503: "unavailable",
 }
+
+
+def code_for_status(status):
+    """The D3 code of an HTTP status answered without a more specific one: HTTP_CODES, else the
+    status's name in snake case (414 `request_uri_too_long`, 431 `request_header_fields_too_large`)."""
+    return HTTP_CODES.get(status) or HTTP_STATUS_CODES.get(status, "error").lower().replace(" ", "_").replace("-", "_")
+
+
+def error_body(status, mesg=""):
+    """The JSON body for an error answered outside Flask (gunicorn's own 400/414/431/501, see
+    deploy/gunicorn.conf.py); `mesg` becomes the 400's details, cut to 200 characters."""
+    body = {"ok": False, "error": code_for_status(status)}
+    if status == 400:
+        body["details"] = [{"field": "request", "message": mesg[:200] or "malformed HTTP request"}]
+    return json.dumps(body)
 
 
 class ApiError(Exception):
@@ -114,13 +132,19 @@ def register(app):
     def reused_key(err):
         return error_response(409, "idempotency_conflict")
 
+    @app.errorhandler(CommitOutcomeUnknown)
+    def commit_unknown(err):
+        # Not a 500: the client must learn that the write may be stored, and that repeating the
+        # request (an upsert, or the same request_id) is how it finds out.
+        return error_response(503, "commit_unknown", headers={"Retry-After": "1"})
+
     @app.errorhandler(ValidationError)
     def invalid(err):
         return error_response(400, "validation_failed", validation_details(err.messages))
 
     @app.errorhandler(HTTPException)
     def http_error(err):
-        code = HTTP_CODES.get(err.code, (err.name or "error").lower().replace(" ", "_"))
+        code = code_for_status(err.code)
         details = [{"field": "body", "message": err.description}] if err.code == 400 else None
         headers = {k: v for k, v in err.get_headers() if k.lower() in {"allow", "retry-after"}}
         return error_response(err.code, code, details, headers)

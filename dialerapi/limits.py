@@ -2,12 +2,16 @@
 
 The limiter is created once here and bound to the app in create_app. Its storage is
 RATELIMIT_STORAGE_URI (memory:// for one process, redis://... when several serve). The client is
-the socket peer, or the X-Forwarded-For entry added by the nearest of TRUSTED_PROXY_COUNT proxies
-(werkzeug's ProxyFix, installed in create_app). Lead push is not limited.
+the socket peer, or, when the peer is one of TRUSTED_PROXIES, the X-Forwarded-For entry added by
+the nearest of TRUSTED_PROXY_COUNT proxies (werkzeug's ProxyFix, installed in create_app through
+`TrustedProxyFix`). Lead push is not limited.
 """
+
+import ipaddress
 
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 # If Redis is unreachable, count in memory rather than fail the CRM's requests.
 limiter = Limiter(key_func=get_remote_address, headers_enabled=True, in_memory_fallback_enabled=True)
@@ -16,3 +20,23 @@ limiter = Limiter(key_func=get_remote_address, headers_enabled=True, in_memory_f
 crm_actions = limiter.shared_limit("120 per 60 seconds", scope="crm_actions")
 
 missed_activities = limiter.limit("240 per 60 seconds")
+
+
+class TrustedProxyFix:
+    """WSGI middleware: werkzeug's ProxyFix (`count` X-Forwarded-For hops) for requests whose socket
+    peer (REMOTE_ADDR) is in `trusted` (ip_network objects); any other request is left as it came,
+    so a forged X-Forwarded-For from a client that reached gunicorn directly is ignored (issue #17)."""
+
+    def __init__(self, app, count, trusted):
+        self.app = app
+        self.fixed = ProxyFix(app, x_for=count)
+        self.trusted = trusted
+
+    def __call__(self, environ, start_response):
+        try:
+            peer = ipaddress.ip_address(environ.get("REMOTE_ADDR", ""))
+        except ValueError:
+            peer = None
+        if peer is not None and any(peer in network for network in self.trusted):
+            return self.fixed(environ, start_response)
+        return self.app(environ, start_response)

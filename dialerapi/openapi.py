@@ -229,6 +229,10 @@ WRITES = {
                  {"ok": False, "error": "validation_failed",
                   "details": [{"field": "phone_number", "message": "must be 10-15 digits after removing spaces and punctuation"}]}),
     "413": _error("Body larger than 1 MiB", "payload_too_large"),
+    "503": {**_error("The database connection was lost during COMMIT: the write may or may not be stored; "
+                     "send the same request again to find out", "commit_unknown"),
+            "headers": {"Retry-After": {"description": "Seconds to wait before repeating the request",
+                                        "schema": {"type": "integer"}}}},
 }
 LIMITED = {"429": {**_error("Rate limited (one counter per client IP)", "rate_limited"), "headers": RETRY_AFTER}}
 UNKNOWN_OLI = {"404": _error("No lead has this oliId", "unknown_oli_id")}
@@ -304,7 +308,7 @@ OPERATIONS = {
     }},
 }
 ENGINE_COMMON = {
-    "400": WRITES["400"], "413": WRITES["413"], **COMMON,
+    "400": WRITES["400"], "413": WRITES["413"], "503": WRITES["503"], **COMMON,
     "401": _error("Missing or wrong key: /engine/ takes ENGINE_SECRET, not the CRM's WS_SECRET", "unauthorized"),
 }
 REUSED = _error("A request_id (or call_id) sent again with another body", "idempotency_conflict")

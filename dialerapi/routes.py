@@ -5,6 +5,7 @@ transaction, and returns the JSON body. Errors are raised and rendered by errors
 """
 
 import json
+import re
 
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -25,6 +26,24 @@ engine_bp = Blueprint("engine", __name__, url_prefix="/engine")
 blueprints = (leads_bp, callbacks_bp, agents_bp, catalog_bp, health_bp, docs_bp, engine_bp)
 
 
+# Every object or array parsed costs about 60 bytes: 1 MiB of `{},` is 350,000 of them, 25 MB per
+# request (issue #17). The largest valid body, a batch of 500 leads, has 502; anything with more is
+# refused before it is parsed.
+MAX_JSON_CONTAINERS = 1024
+JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _containers(data):
+    """How many JSON objects and arrays `data` (bytes) opens, braces inside strings not counted."""
+    rough = data.count(b"{") + data.count(b"[")
+    return rough if rough <= MAX_JSON_CONTAINERS else _containers_outside_strings(data)
+
+
+def _containers_outside_strings(data):
+    bare = JSON_STRING.sub(b"", data)
+    return bare.count(b"{") + bare.count(b"[")
+
+
 def json_body():
     """The request body parsed as JSON whatever its Content-Type (D3); 400 `invalid_json` otherwise.
 
@@ -35,6 +54,10 @@ def json_body():
     # body that fills the whole limit was cut short: refuse it rather than parse a truncated batch.
     if request.content_length is None and len(data) >= current_app.config["MAX_CONTENT_LENGTH"]:
         raise RequestEntityTooLarge()
+    if _containers(data) > MAX_JSON_CONTAINERS:
+        raise ApiError(400, "validation_failed", [{
+            "field": "body", "message": f"more than {MAX_JSON_CONTAINERS} JSON objects and arrays "
+                                        f"(a batch holds at most {schemas.MAX_BATCH} leads)"}])
     try:
         # Strict UTF-8 (RFC 8259): json.loads on bytes would let CESU-encoded lone surrogates through.
         return json.loads(data.decode("utf-8"))

@@ -33,6 +33,16 @@ sock = Sock()
 POLL_SECONDS = 0.5
 PING_SECONDS = 25
 POLICY_VIOLATION = 1008
+# The largest message a panel sends is a pause with an 80-character note; 4 KiB leaves room for
+# growth. A larger one closes the socket with 1009 before more of it is buffered (issue #17).
+MAX_MESSAGE_BYTES = 4096
+# simple-websocket 1.1 wakes a waiting receive() before it marks a socket closed for a message over
+# the cap, so a receive() without a timeout can wait forever and leave the agent panel-active.
+# Waking every second bounds that.
+RECEIVE_WAKE_SECONDS = 1
+# How long a refused socket waits for the client's close frame before the server drops it.
+CLOSE_WAIT_SECONDS = 2
+SERVER_OPTIONS = {"ping_interval": PING_SECONDS, "max_message_size": MAX_MESSAGE_BYTES}
 
 
 class AgentConnection:
@@ -116,9 +126,24 @@ class EventHub:
             time.sleep(POLL_SECONDS)
 
 
+def decline_compression():
+    """before_request hook: /ws never negotiates permessage-deflate (issue #17, finding 2).
+
+    simple-websocket accepts any extension a client offers and wsproto inflates a compressed frame
+    whole, before any size check: 1 MB on the wire became 2 GB in a worker. Panels' messages are a
+    few hundred bytes, so compression saves nothing; without the offer header the handshake
+    answers without the extension, and a frame marked compressed is a protocol error (1002).
+    """
+    if request.path == "/ws":
+        request.environ.pop("HTTP_SEC_WEBSOCKET_EXTENSIONS", None)
+
+
 def _reject(ws, reason):
+    """Send `server_error` {reason} and close with 1008, then wait (at most CLOSE_WAIT_SECONDS) for the
+    client's close frame, so the connection ends with a complete close handshake (RFC 6455 7.1.1)."""
     ws.send(json.dumps({"event": "server_error", "data": {"reason": reason}}))
     ws.close(reason=POLICY_VIOLATION, message=reason)
+    ws.thread.join(CLOSE_WAIT_SECONDS)
 
 
 def _lookup():
@@ -155,7 +180,12 @@ def agent_socket(ws):
     try:
         hub.send_state([connection])
         while True:
-            event, reply = _handle(db, agent["id"], ws.receive())
+            frame = ws.receive(timeout=RECEIVE_WAKE_SECONDS)
+            if frame is None:
+                if not ws.connected:
+                    break
+                continue
+            event, reply = _handle(db, agent["id"], frame)
             connection.send(event, reply)
     finally:
         if hub.remove(connection):

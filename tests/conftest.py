@@ -258,6 +258,53 @@ def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, **settings):
             time.sleep(0.1)
 
 
+class Nginx:
+    """A private nginx serving the shipped site (deploy/nginx/dialerapi.conf) on a loopback port."""
+
+    def __init__(self, port, process, access_log):
+        self.port = port
+        self.process = process
+        self.access_log = access_log
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+SHIPPED_ACCESS_LOG = "/var/log/nginx/dialerapi.access.log"
+
+
+def start_nginx(gunicorn, workdir):
+    """Start Debian's nginx with the shipped site in front of `gunicorn` (a LiveServer), listening on a
+    free loopback port and logging to `workdir`; wait until it answers."""
+    port = free_port()
+    site = (ROOT / "deploy" / "nginx" / "dialerapi.conf").read_text()
+    site = site.replace("server 127.0.0.1:8000;", f"server {gunicorn.base_url.removeprefix('http://')};")
+    site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
+    assert SHIPPED_ACCESS_LOG in site
+    site = site.replace(SHIPPED_ACCESS_LOG, str(workdir / "access.log"))
+    assert str(port) in site and gunicorn.base_url.rsplit(":", 1)[1] in site
+    (workdir / "site.conf").write_text(site)
+    temp = "\n".join(f"  {kind}_temp_path {workdir}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    (workdir / "nginx.conf").write_text(
+        f"user root;\ndaemon off;\npid {workdir}/nginx.pid;\nerror_log {workdir}/error.log warn;\n"
+        f"events {{ worker_connections 1024; }}\n"
+        f"http {{\n  access_log off;\n{temp}\n  include {workdir}/site.conf;\n}}\n"
+    )
+    process = subprocess.Popen([ensure_program("nginx", "nginx"), "-c", str(workdir / "nginx.conf"), "-p", str(workdir)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return Nginx(port, process, workdir / "access.log")
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"nginx did not start: {process.stderr.read() if process.stderr else ''}"
+                            f"{(workdir / 'error.log').read_text() if (workdir / 'error.log').exists() else ''}")
+            time.sleep(0.1)
+
+
 @pytest.fixture(scope="session")
 def live_server(database_url, tmp_path_factory):
     """gunicorn serving wsgi:app (2 gthread workers) on a free loopback port."""

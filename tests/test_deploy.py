@@ -4,17 +4,21 @@ and the client address from X-Forwarded-For for rate limiting; the systemd unit 
 
 import http.client
 import json
+import os
 import re
+import socket
 import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
-from simple_websocket import Client
 
-from conftest import ENGINE_SECRET, ROOT, SECRET, ensure_program, free_port, start_gunicorn
+from conftest import ENGINE_SECRET, ROOT, SECRET, ensure_program, free_port, start_gunicorn, start_nginx
+from wsclient import Client
 
 SITE = ROOT / "deploy" / "nginx" / "dialerapi.conf"
-SHIPPED_ACCESS_LOG = "/var/log/nginx/dialerapi.access.log"
 # Where the private nginx of `proxied` writes the shipped site's access log.
 ACCESS_LOG = {}
 LEAD = {"oli_id": "NG-1", "phone_number": "+91 98765 43210", "client_name": "Asha", "form_type": "f", "priority_id": 2}
@@ -25,36 +29,10 @@ def proxied(database_url, tmp_path_factory):
     """gunicorn with TRUSTED_PROXY_COUNT=1 behind nginx running deploy/nginx/dialerapi.conf; yields nginx's port."""
     workdir = tmp_path_factory.mktemp("nginx")
     gunicorn = start_gunicorn(database_url, workdir / "gunicorn.log", workers=1, TRUSTED_PROXY_COUNT="1")
-    port = free_port()
-    site = SITE.read_text()
-    site = site.replace("server 127.0.0.1:8000;", f"server {gunicorn.base_url.removeprefix('http://')};")
-    site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
-    ACCESS_LOG["path"] = workdir / "access.log"
-    assert SHIPPED_ACCESS_LOG in site
-    site = site.replace(SHIPPED_ACCESS_LOG, str(ACCESS_LOG["path"]))
-    assert str(port) in site and gunicorn.base_url.rsplit(":", 1)[1] in site
-    (workdir / "site.conf").write_text(site)
-    temp = "\n".join(f"  {kind}_temp_path {workdir}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    (workdir / "nginx.conf").write_text(
-        f"user root;\ndaemon off;\npid {workdir}/nginx.pid;\nerror_log {workdir}/error.log warn;\n"
-        f"events {{ worker_connections 256; }}\n"
-        f"http {{\n  access_log off;\n{temp}\n  include {workdir}/site.conf;\n}}\n"
-    )
-    nginx = subprocess.Popen([ensure_program("nginx", "nginx"), "-c", str(workdir / "nginx.conf"), "-p", str(workdir)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            request("GET", port, "/healthz")
-            break
-        except OSError:
-            if nginx.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"nginx did not start: {nginx.stderr.read() if nginx.stderr else ''}"
-                            f"{(workdir / 'error.log').read_text() if (workdir / 'error.log').exists() else ''}")
-            time.sleep(0.1)
-    yield port
-    nginx.terminate()
-    nginx.wait(timeout=10)
+    nginx = start_nginx(gunicorn, workdir)
+    ACCESS_LOG["path"] = nginx.access_log
+    yield nginx.port
+    nginx.stop()
     gunicorn.stop()
 
 
@@ -151,3 +129,105 @@ def test_multiprocess_metrics_under_gunicorn(proxied):
     status, _, body = request("GET", proxied, "/metrics", headers={"X-API-Key": SECRET})
     assert status == 200 and b"dialerapi_request_duration_seconds_bucket" in body
     assert b'dialerapi_request_duration_seconds_count{method="GET",route="/healthz",status="200"}' in body
+
+
+def raw_exchange(port, data):
+    """Send raw bytes to a server on loopback; (status, headers text, body bytes) of its answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(data)
+        answer = b""
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+            head, sep, body = answer.partition(b"\r\n\r\n")
+            length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+            if sep and length and len(body) >= int(length.group(1)):
+                break
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, _, headers = head.decode("latin-1").partition("\r\n")
+    return int(status_line.split()[1]), headers, body
+
+
+MALFORMED = {
+    "bad-request-line": (b"GET /healthz HTTP/1.1 extra\r\nHost: x\r\n\r\n", 400, "validation_failed"),
+    "bad-method": (b"G@T /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400, "validation_failed"),
+    "uri-too-long": (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "request_uri_too_long"),
+    "header-too-large": (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n", 431,
+                         "request_header_fields_too_large"),
+    "too-many-headers": (b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: 1\r\n" % n for n in range(120))
+                         + b"\r\n", 431, "request_header_fields_too_large"),
+    "unknown-transfer-coding": (b"POST /api/leads HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: bogus\r\n\r\n", 501,
+                                "not_implemented"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_gunicorns_own_errors_are_d3_json(live_server, name):
+    """Issue #17: requests gunicorn cannot parse were answered with its HTML pages."""
+    data, status, code = MALFORMED[name]
+    got, headers, body = raw_exchange(int(live_server.base_url.rsplit(":", 1)[1]), data)
+    assert got == status, body
+    assert re.search(r"(?im)^content-type: application/json", headers), headers
+    answer = json.loads(body)
+    assert answer["ok"] is False and answer["error"] == code
+    assert set(answer) == ({"ok", "error", "details"} if status == 400 else {"ok", "error"})
+
+
+def test_gunicorn_refuses_an_address_reachable_from_other_hosts(database_url, tmp_path):
+    """Issue #17, finding 7: gunicorn has no request-read timeout, so the kit serves it only behind nginx."""
+    env = {**os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "JOBS_ENABLED": "false",
+           "GUNICORN_BIND": f"0.0.0.0:{free_port()}", "GUNICORN_WORKERS": "1"}
+    result = subprocess.run([str(Path(sys.executable).with_name("gunicorn")), "-c", "deploy/gunicorn.conf.py", "wsgi:app"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "dialerapi: GUNICORN_BIND=0.0.0.0:" in result.stderr and "is not a loopback address" in result.stderr
+
+
+def test_each_gunicorn_has_its_own_control_socket(live_server, database_url, tmp_path):
+    """Issue #17: every gunicorn of a user shared one control socket path (~/.gunicorn/gunicorn.ctl)."""
+    other = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=1)
+    try:
+        paths = [Path(tempfile.gettempdir()) / f"dialerapi-{server.base_url.rsplit(':', 1)[1]}.ctl"
+                 for server in (live_server, other)]
+        # The master opens its control socket once its workers are spawned, a moment after they serve.
+        deadline = time.monotonic() + 10
+        while not all(path.is_socket() for path in paths):
+            assert time.monotonic() < deadline, f"missing: {[str(p) for p in paths if not p.is_socket()]}"
+            time.sleep(0.1)
+    finally:
+        other.stop()
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_nginxs_own_errors_are_d3_json(proxied, name):
+    """Issue #17: the shipped site answered requests it could not parse with nginx's HTML pages."""
+    data, status, code = MALFORMED[name]
+    got, headers, body = raw_exchange(proxied, data)
+    if name == "too-many-headers":  # nginx has no count limit; gunicorn's answer comes through
+        status, code = 431, "request_header_fields_too_large"
+    assert re.search(r"(?im)^content-type: application/json", headers), (got, headers, body[:300])
+    answer = json.loads(body)
+    assert (got, answer["ok"], answer["error"]) == (status, False, code)
+
+
+def test_nginx_drops_a_client_that_sends_its_request_slowly(proxied):
+    """Issue #17, finding 7: a request line sent a byte every 2 s is cut off after client_header_timeout
+    (10 s), long before nginx's default of 60 s, and never reaches gunicorn."""
+    with socket.create_connection(("127.0.0.1", proxied), timeout=30) as conn:
+        started = time.monotonic()
+        ended = None
+        for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\n":
+            try:
+                conn.sendall(bytes([byte]))
+                conn.settimeout(2)
+                if conn.recv(4096) == b"":
+                    ended = time.monotonic()
+                    break
+            except TimeoutError:
+                continue
+            except OSError:
+                ended = time.monotonic()
+                break
+    assert ended is not None and ended - started < 16, "the slow client was still connected"

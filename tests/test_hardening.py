@@ -22,10 +22,29 @@ def test_made_up_methods_share_one_metrics_label(client, auth):
 
 
 def test_a_batch_over_500_is_refused_before_any_lead_is_loaded(client, auth, sql):
-    response = client.post("/api/leads", json={"leads": [{}] * 5000}, headers=auth)
+    response = client.post("/api/leads", json={"leads": [{}] * 600}, headers=auth)
     assert response.status_code == 400
     assert response.get_json()["details"] == [{"field": "leads", "message": "Length must be between 1 and 500."}]
     assert client.post("/api/leads", json={"leads": []}, headers=auth).get_json()["details"][0]["field"] == "leads"
+
+
+def test_a_body_of_many_objects_is_refused_before_it_is_parsed(client, auth, sql):
+    """1 MiB of `{},` parsed to 350,000 dicts, about 25 MB per request (issue #17, finding 3)."""
+    response = client.post("/api/leads", json={"leads": [{}] * 5000}, headers=auth)
+    assert response.status_code == 400
+    assert response.get_json() == {"ok": False, "error": "validation_failed", "details": [
+        {"field": "body", "message": "more than 1024 JSON objects and arrays (a batch holds at most 500 leads)"}]}
+    # Counted before parsing, so a body that would not even parse gets this answer, not invalid_json.
+    for data in ("[" * 2000 + "]" * 2000, "[" * 100_000):
+        nested = client.post("/api/pending-callbacks", data=data, headers=auth)
+        assert nested.status_code == 400 and nested.get_json()["details"][0]["field"] == "body"
+
+
+def test_braces_inside_strings_are_not_counted(client, auth, sql):
+    batch = [lead(f"BR-{n}", client_name="{[" * 20) for n in range(500)]
+    response = client.post("/api/leads", json={"leads": batch}, headers=auth)
+    assert response.status_code == 201, response.get_json()
+    assert sql.one("SELECT COUNT(*) AS n FROM sales_master")["n"] == 500
 
 
 @pytest.mark.parametrize("oli_id", ["PAD-1 ", " PAD-1", "PAD-1\t"])

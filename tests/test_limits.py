@@ -1,6 +1,8 @@
 """Rate limits: lead-intake-api.md "Limits"; decisions.md D3 (429 body, Retry-After) and D5 (one
 counter shared by the three CRM action endpoints, client IP, TRUSTED_PROXY_COUNT)."""
 
+import http.client
+import json
 import os
 import subprocess
 import time
@@ -60,6 +62,40 @@ def test_trusted_proxy_count_takes_the_client_from_x_forwarded_for(database_url,
     assert post(client, 0, auth, ip=proxy, headers={"X-Forwarded-For": "198.51.100.7"}).status_code == 429
     # Only the entry the trusted proxy added counts; what the client wrote before it does not.
     assert post(client, 0, auth, ip=proxy, headers={"X-Forwarded-For": "198.51.100.7, 198.51.100.8"}).status_code == 404
+
+
+
+def test_forwarded_for_from_a_peer_that_is_not_a_trusted_proxy_is_ignored(database_url, auth):
+    """Issue #17: with TRUSTED_PROXY_COUNT=1, a client reaching the service directly (not through a
+    TRUSTED_PROXIES address) wrote a new X-Forwarded-For on each request and was never limited."""
+    from dialerapi.limits import limiter
+
+    client = make_app(database_url, TRUSTED_PROXY_COUNT=1, TRUSTED_PROXIES="127.0.0.1,10.0.0.0/8").test_client()
+    limiter.reset()
+    for n in range(120):
+        assert post(client, n, auth, ip="198.51.100.20", headers={"X-Forwarded-For": f"192.0.2.{n}"}).status_code == 404
+    assert post(client, 0, auth, ip="198.51.100.20", headers={"X-Forwarded-For": "192.0.2.250"}).status_code == 429
+    assert post(client, 0, auth, ip="10.1.2.3", headers={"X-Forwarded-For": "192.0.2.250"}).status_code == 404, \
+        "a proxy in a trusted network still names its client"
+
+
+def test_forwarded_for_sent_straight_to_gunicorn_does_not_bypass_the_limit(database_url, auth, tmp_path):
+    """The attack as it was run: gunicorn reached from another address than the proxy's, a random
+    X-Forwarded-For on every request. 127.0.0.2 is loopback, but not a TRUSTED_PROXIES address."""
+    server = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=1, TRUSTED_PROXY_COUNT="1")
+    try:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        body = json.dumps({"oliId": "ghost", "reason": "DND"})
+        statuses = []
+        for n in range(121):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=("127.0.0.2", 0))
+            conn.request("POST", "/api/pending-dispositions", body=body,
+                         headers={**auth, "Content-Type": "application/json", "X-Forwarded-For": f"203.0.113.{n}"})
+            statuses.append(conn.getresponse().status)
+            conn.close()
+        assert statuses[:120] == [404] * 120 and statuses[120] == 429
+    finally:
+        server.stop()
 
 
 # --- one counter across processes (Redis) ---------------------------------------------------------

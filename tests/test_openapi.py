@@ -55,7 +55,8 @@ def test_the_document_covers_every_route_status_and_auth_header(client, app):
             "engineBearerAuth", "engineApiKeyHeader", "engineAccessKeyHeader"}
         assert {"200", "400", "401"} <= set(operation["responses"])
     push = document["paths"]["/api/leads"]["post"]
-    assert set(push["responses"]) == {"201", "400", "401", "413", "500"}
+    assert set(push["responses"]) == {"201", "400", "401", "413", "500", "503"}
+    assert push["responses"]["503"]["content"]["application/json"]["example"]["error"] == "commit_unknown"
     assert set(document["paths"]["/api/send-callback-request"]["post"]["responses"]) >= {"200", "404", "409", "429"}
     assert set(document["paths"]["/api/pending-callbacks"]["post"]["responses"]) >= {"200", "202", "404", "429"}
     assert "Retry-After" in document["paths"]["/api/pending-dispositions"]["post"]["responses"]["429"]["headers"]
