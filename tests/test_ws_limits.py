@@ -160,11 +160,6 @@ def test_forty_rejected_sockets_at_once_each_see_their_reason_and_1008(live_serv
         client = Client.connect(ws_url(live_server, query), headers=headers)
         got = []
         try:
-            # A panel that restores its state at once: the frame is in flight when the server refuses.
-            client.send(json.dumps({"event": "agent.resume", "data": {}}))
-        except ConnectionClosed:
-            pass
-        try:
             while True:
                 raw = client.receive(timeout=5)
                 if raw is None:
