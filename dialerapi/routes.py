@@ -34,14 +34,13 @@ JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
 def _containers(data):
-    """How many JSON objects and arrays `data` (bytes) opens, braces inside strings not counted."""
-    rough = data.count(b"{") + data.count(b"[")
-    return rough if rough <= MAX_JSON_CONTAINERS else _containers_outside_strings(data)
+    """How many JSON objects and arrays `data` (bytes) opens, braces inside strings not counted.
 
-
-def _containers_outside_strings(data):
-    bare = JSON_STRING.sub(b"", data)
-    return bare.count(b"{") + bare.count(b"[")
+    Strings are only stripped when the bare count is over the limit, the rare case.
+    """
+    if data.count(b"{") + data.count(b"[") > MAX_JSON_CONTAINERS:
+        data = JSON_STRING.sub(b"", data)
+    return data.count(b"{") + data.count(b"[")
 
 
 def json_body():

@@ -13,6 +13,7 @@ import socket
 import struct
 import threading
 import time
+from urllib.parse import urlsplit, urlunsplit
 
 COMMIT = b"\x03COMMIT"
 
@@ -41,9 +42,16 @@ class DatabaseProxy:
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
 
+    @classmethod
+    def for_url(cls, database_url):
+        """A proxy in front of the server of `database_url` (mysql://user@host:port/database)."""
+        return cls(urlsplit(database_url).port)
+
     def url(self, database_url):
-        host_port = database_url.split("@", 1)[1].split("/", 1)[0]
-        return database_url.replace(f"@{host_port}/", f"@127.0.0.1:{self.port}/", 1)
+        """`database_url` pointing at this proxy instead of the server."""
+        parts = urlsplit(database_url)
+        return urlunsplit(parts._replace(netloc=parts.netloc.replace(f"{parts.hostname}:{parts.port}",
+                                                                     f"127.0.0.1:{self.port}")))
 
     def stall(self, seconds):
         self._stalled_until = time.monotonic() + seconds

@@ -13,8 +13,7 @@ from dialerapi.limits import limiter
 
 @pytest.fixture
 def proxy(database_url):
-    port = int(database_url.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
-    proxy = DatabaseProxy(port)
+    proxy = DatabaseProxy.for_url(database_url)
     yield proxy
     proxy.close()
 

@@ -62,6 +62,7 @@ def test_defaults(no_env):
     assert settings["MISSED_ACTIVITY_GRACE_MINUTES"] == 10 and settings["RELEASE_RETRY_MS"] == 60000
     assert settings["RATELIMIT_STORAGE_URI"] == "memory://" and settings["TRUSTED_PROXY_COUNT"] == 0
     assert settings["AMI_PORT"] == 5038 and settings["LOG_LEVEL"] == "INFO"
+    assert [str(network) for network in settings["TRUSTED_PROXIES"]] == ["127.0.0.1/32", "::1/128"]
     assert config.database_params(settings["DATABASE_URL"]) == {
         "host": "db.example", "port": 3306, "user": "u", "password": "p@ss", "database": "dialer",
     }
@@ -87,6 +88,8 @@ def test_dotenv_is_read_and_the_environment_wins(no_env, tmp_path, monkeypatch):
     ({"AMI_PORT": "0"}, "AMI_PORT"),
     ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL"),
     ({"JOBS_ENABLED": "maybe"}, "JOBS_ENABLED"),
+    ({"TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"),
+    ({"TRUSTED_PROXIES": "nginx.local"}, "TRUSTED_PROXIES"),
 ])
 def test_bad_configuration_names_the_variable_in_one_line(no_env, overrides, variable):
     with pytest.raises(config.ConfigError) as err:

@@ -25,6 +25,11 @@ class ConnectionClosed(Exception):
         self.message = message
 
 
+def _closed(exc):
+    received = exc.rcvd
+    return ConnectionClosed(received.code, received.reason) if received else ConnectionClosed(1006)
+
+
 class Client:
     def __init__(self, connection):
         self.connection = connection
@@ -43,14 +48,13 @@ class Client:
         except TimeoutError:
             return None
         except websockets.exceptions.ConnectionClosed as exc:
-            received = exc.rcvd
-            raise ConnectionClosed(received.code if received else 1006, received.reason if received else "") from exc
+            raise _closed(exc) from exc
 
     def send(self, data):
         try:
             self.connection.send(data)
         except websockets.exceptions.ConnectionClosed as exc:
-            raise ConnectionClosed(exc.rcvd.code if exc.rcvd else 1006) from exc
+            raise _closed(exc) from exc
 
     def close(self):
         self.connection.close()

@@ -172,8 +172,7 @@ def test_slow_clients_through_nginx_do_not_starve_gunicorn(database_url, tmp_pat
 def test_database_faults_under_push_and_crm_load(database_url, sql, tmp_path):
     """Through a proxy that adds latency, stalls, resets connections and loses COMMIT replies: every 2xx
     is stored, every 503 commit_unknown is stored whole or not at all, every other answer stored nothing."""
-    port = int(database_url.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
-    proxy = DatabaseProxy(port)
+    proxy = DatabaseProxy.for_url(database_url)
     # Each request names its own client, so the CRM rate limit (120 a minute per client) stays out of the way.
     gunicorn = start_gunicorn(proxy.url(database_url), tmp_path / "gunicorn.log", workers=2, TRUSTED_PROXY_COUNT="1")
     stop = threading.Event()
@@ -202,7 +201,7 @@ def test_database_faults_under_push_and_crm_load(database_url, sql, tmp_path):
                 step()
                 time.sleep(2)
 
-    workers = [threading.Thread(target=client, args=(w,)) for w in range(8)] + [threading.Thread(target=faults)]
+    workers = [threading.Thread(target=client, args=(w,)) for w in range(16)] + [threading.Thread(target=faults)]
     try:
         for thread in workers:
             thread.start()
