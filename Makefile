@@ -11,7 +11,7 @@ DEVDB := scripts/devdb.sh
 PYTEST_ARGS ?=
 CLOCK_ARGS ?=
 
-.PHONY: install run test test-clock faults bench db-upgrade db-start db-stop clean
+.PHONY: install run test test-clock test-galera faults bench db-upgrade db-start db-stop clean
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,3 +49,8 @@ db-stop:
 
 clean: db-stop
 	rm -rf $(VENV) var *.egg-info
+
+# The concurrency and fault tests through a private 3-node Galera cluster on loopback (README
+# "Scale out"), built by scripts/galera.sh and deleted afterwards.
+test-galera: install
+	scripts/galera.sh with sh -c 'DATABASE_URL="$$GALERA_URL" $(BIN)/pytest -m galera tests/galera $(PYTEST_ARGS)'

@@ -34,7 +34,8 @@ def create_app(config=None):
         app.wsgi_app = TrustedProxyFix(app.wsgi_app, app.config["TRUSTED_PROXY_COUNT"], app.config["TRUSTED_PROXIES"])
     _configure_logging(app.config["LOG_LEVEL"])
 
-    app.extensions["dialerapi.db"] = Database(app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"])
+    app.extensions["dialerapi.db"] = Database(
+        app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"], app.config["DB_CAUSAL_READS"])
     app.extensions["dialerapi.health"] = HealthState()
     app.extensions["dialerapi.events"] = EventHub(app)
     app.config.setdefault("SOCK_SERVER_OPTIONS", SERVER_OPTIONS)

@@ -86,11 +86,12 @@ def _log_level(name, value):
     return level
 
 
-def database_params(url):
-    """Split a `mysql://user:password@host:port/database[?unix_socket=PATH]` URL.
+def database_nodes(url):
+    """The nodes a `mysql://user:password@host1:port1,host2:port2/database` URL names, in order.
 
-    Returns a dict of PyMySQL connect() keyword arguments (host, port, user, password,
-    database, and unix_socket when given). Raises ConfigError naming DATABASE_URL.
+    Returns a list of (host, port) pairs, one for a plain MariaDB, several for a Galera cluster
+    (README "Scale out"): the service uses the first node that is ready and moves down the list
+    when it dies or refuses work. IPv6 hosts go in brackets. Raises ConfigError naming DATABASE_URL.
     """
     parts = urlsplit(str(url).strip())
     database = unquote(parts.path.lstrip("/"))
@@ -98,22 +99,53 @@ def database_params(url):
         raise ConfigError(
             "DATABASE_URL must look like mysql://user:password@host:port/database"
         )
-    try:
-        port = parts.port or 3306
-    except ValueError:
-        raise ConfigError("DATABASE_URL has a port that is not a number") from None
+    nodes = []
+    for item in parts.netloc.rpartition("@")[2].split(","):
+        node = urlsplit(f"//{item.strip()}")
+        try:
+            port = node.port or 3306
+        except ValueError:
+            raise ConfigError("DATABASE_URL has a port that is not a number") from None
+        if item.strip() and not node.hostname:
+            raise ConfigError(f"DATABASE_URL names a node without a host: {item.strip()!r}")
+        nodes.append((node.hostname or "127.0.0.1", port))
+    if len(set(nodes)) != len(nodes):
+        raise ConfigError("DATABASE_URL names the same node twice")
+    return nodes
+
+
+def database_params(url):
+    """Split a `mysql://user:password@host:port/database[?unix_socket=PATH]` URL.
+
+    Returns a dict of PyMySQL connect() keyword arguments (host, port, user, password,
+    database, and unix_socket when given); host and port are the first node's
+    (`database_nodes` lists them all). Raises ConfigError naming DATABASE_URL.
+    """
+    (host, port), *_ = database_nodes(url)
+    parts = urlsplit(str(url).strip())
+    userinfo = parts.netloc.rpartition("@")[0]
+    user, _, password = userinfo.partition(":")
     params = {
-        "host": parts.hostname or "127.0.0.1",
+        "host": host,
         "port": port,
-        "user": unquote(parts.username or "root"),
-        "password": unquote(parts.password or ""),
-        "database": database,
+        "user": unquote(user or "root"),
+        "password": unquote(password),
+        "database": unquote(parts.path.lstrip("/")),
     }
     for item in filter(None, parts.query.split("&")):
         key, _, value = item.partition("=")
         if key == "unix_socket":
             params["unix_socket"] = unquote(value)
     return params
+
+
+def url_with_nodes(url, nodes):
+    """`url` with its node list replaced by `nodes` ((host, port) pairs), e.g. one node for a tool
+    that takes one host."""
+    parts = urlsplit(str(url).strip())
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    hosts = ",".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}" for host, port in nodes)
+    return parts._replace(netloc=f"{userinfo}{at}{hosts}").geturl()
 
 
 def _database_url(name, value):
@@ -147,6 +179,10 @@ SETTINGS = {
     "AMI_SECRET": ("", _text),
     "LOG_LEVEL": ("INFO", _log_level),
     "DB_POOL_SIZE": ("16", _positive_int),
+    # On a Galera cluster, every transaction first waits until its node has applied what the cluster
+    # committed before (wsrep_sync_wait = 1), so a request reads another host's write (issue #19).
+    # Ignored off Galera. README "Scale out" has its cost.
+    "DB_CAUSAL_READS": ("true", _flag),
     # Background jobs (health checks, sweeps) run under gunicorn; CLI commands and tests turn them off.
     "JOBS_ENABLED": ("true", _flag),
 }

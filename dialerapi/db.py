@@ -1,11 +1,14 @@
 """Database access: a connection pool, one transaction() context manager, and the named queries.
 
 Data-layer functions take the connection first and never commit; the caller owns the transaction
-(aiosql's model). `Database.run` executes such a function in one transaction and retries it when
-MySQL reports a deadlock (1213) or a lock-wait timeout (1205), or when the function itself raises
-`Conflict` (for example an insert that lost a race to a concurrent insert of the same key).
+(aiosql's model). `Database.run` executes such a function in one transaction and runs it again
+when the database says the transaction lost a conflict (deadlock or Galera certification failure,
+1213; lock-wait timeout, 1205), when the function raises `Conflict`, or when the node was lost or
+refuses work before COMMIT (README "Scale out"): then the connection moves to the next ready node
+of DATABASE_URL.
 """
 
+import itertools
 import logging
 import random
 import time
@@ -18,19 +21,32 @@ from flask import current_app
 from dbutils.pooled_db import PooledDB
 from pymysql.cursors import DictCursor
 
-from .config import database_params
+from .config import database_nodes, database_params
 
 log = logging.getLogger(__name__)
 
 queries = aiosql.from_path(Path(__file__).parent / "sql", "pymysql")
 
-RETRYABLE_ERRORS = {1205, 1213}
+# Lost conflicts: 1213 is InnoDB's deadlock and Galera's certification failure at COMMIT alike.
+CONFLICT_ERRORS = {1205, 1213}
 # CR_SERVER_GONE_ERROR and CR_SERVER_LOST: what a statement sent on a connection the server closed raises.
 CONNECTION_LOST = {2006, 2013}
-# Each retry of a Conflict finds more of its rows committed (and locks them), so a few more attempts
-# settle even a burst of clients pushing the same new oli_ids at once.
-MAX_ATTEMPTS = 10
-BACKOFF_SECONDS = (0.005, 0.2)  # the first retry waits up to 5 ms, doubling up to 200 ms
+# The node is gone or refuses work: lost connections, CR_CONN_HOST_ERROR (2003, nothing answers),
+# ER_UNKNOWN_COM_ERROR (1047, "WSREP has not yet prepared node for application use": a Galera node
+# cut off from the cluster), ER_SERVER_SHUTDOWN (1053), ER_CONNECTION_KILLED (1927).
+NODE_ERRORS = CONNECTION_LOST | {2003, 1047, 1053, 1927}
+# Conflicts are retried for up to this long (elapsed seconds), each wait a random share of a cap
+# that doubles from 5 ms to 0.5 s: two nodes certifying overlapping 500-lead batches can lose
+# several rounds in a row, and a short wait is what the client should see, not an error (#19).
+CONFLICT_BUDGET_SECONDS = 15
+CONFLICT_BACKOFF_SECONDS = (0.005, 0.5)
+# A lost or refusing node is retried on the next one for up to this long before the answer is 503
+# `database_unavailable`; Galera needs about 3 s to drop a dead node from the cluster.
+FAILOVER_BUDGET_SECONDS = 8
+FAILOVER_BACKOFF_SECONDS = (0.05, 1.0)
+# A connection to a node other than the first of DATABASE_URL is closed after this many seconds of
+# use, so the pool drifts back to the preferred node once it is ready again.
+FALLBACK_SECONDS = 30
 
 
 class Conflict(Exception):
@@ -43,8 +59,33 @@ class CommitOutcomeUnknown(Exception):
     `commit_unknown` and the client repeats the request to find out (README "Security and limits")."""
 
 
+class DatabaseUnavailable(Exception):
+    """Nothing was stored and the database cannot take the work now: `reason` is `no_ready_node`
+    (every node of DATABASE_URL refused or was lost within FAILOVER_BUDGET_SECONDS) or `conflicts`
+    (the work lost conflicts for CONFLICT_BUDGET_SECONDS). HTTP answers 503 `database_unavailable`
+    with Retry-After (README "Scale out")."""
+
+    def __init__(self, reason, detail=""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+def error_code(exc):
+    """The MySQL error number of a PyMySQL error (0 for a closed connection), else None."""
+    if isinstance(exc, pymysql.MySQLError):
+        return exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    return None
+
+
+def is_node_error(exc):
+    """True when `exc` says the connection's node is gone or refuses work (NODE_ERRORS), or the
+    connection is closed (InterfaceError): the connection must be replaced, on another node if need be."""
+    return isinstance(exc, pymysql.err.InterfaceError) or (
+        isinstance(exc, pymysql.err.OperationalError) and error_code(exc) in NODE_ERRORS)
+
+
 def connect_params(url, connect_timeout=5, io_timeout=60):
-    """PyMySQL connect() arguments for DATABASE_URL: utf8mb4, dict rows, READ COMMITTED.
+    """PyMySQL connect() arguments for the first node of DATABASE_URL: utf8mb4, dict rows, READ COMMITTED.
 
     READ COMMITTED because REPEATABLE READ takes gap locks on the oli_ids a batch looks up before
     inserting them, which deadlocks concurrent batches (shared/notes/mysql-performance.md).
@@ -63,24 +104,71 @@ def connect_params(url, connect_timeout=5, io_timeout=60):
     }
 
 
-def connect(url, timeout=5, io_timeout=60):
-    """One unpooled connection (migrations, health probes, tests); `timeout` bounds connecting, in seconds."""
-    return pymysql.connect(**connect_params(url, timeout, io_timeout))
+def connect_ready(nodes, causal_reads=True, **params):
+    """A new PyMySQL connection to the first of `nodes` ((host, port) pairs) that is ready for work.
+
+    A Galera node is ready when wsrep_ready is ON (it is in the Primary component and takes
+    statements); a node cut off from the cluster still answers `SELECT 1` but refuses every table,
+    so it is passed over. On a Galera node with `causal_reads` the session waits, at each BEGIN and
+    SELECT, until the node has applied every write the cluster committed before (wsrep_sync_wait = 1),
+    so a request reads what another host just wrote. `params` are connect_params() without host and
+    port. Raises pymysql OperationalError 2003 naming why each node was refused.
+    """
+    refusals = []
+    for host, port in nodes:
+        try:
+            conn = pymysql.connect(host=host, port=port, **params)
+        except pymysql.MySQLError as exc:
+            refusals.append(f"{host}:{port} {exc.args[-1] if exc.args else exc}")
+            continue
+        try:
+            state = queries.node_state(conn)
+            if state["wsrep_on"] and state["wsrep_ready"] != "ON":
+                refusals.append(f"{host}:{port} is not ready (wsrep_ready {state['wsrep_ready']}, "
+                                f"{state['wsrep_local_state_comment']})")
+                conn.close()
+                continue
+            if state["wsrep_on"] and causal_reads:
+                queries.wait_for_causality(conn)
+        except pymysql.MySQLError as exc:
+            refusals.append(f"{host}:{port} {exc.args[-1] if exc.args else exc}")
+            with suppress(Exception):
+                conn.close()
+            continue
+        conn.dialerapi_connected_at = time.monotonic()
+        return conn
+    raise pymysql.err.OperationalError(2003, "no database node is ready: " + "; ".join(refusals))
+
+
+def connect(url, timeout=5, io_timeout=60, causal_reads=True):
+    """One unpooled connection (migrations, health probes, tests) to the first ready node of `url`;
+    `timeout` bounds connecting to each node, in seconds. Raises pymysql OperationalError 2003."""
+    params = connect_params(url, timeout, io_timeout)
+    params.pop("host"), params.pop("port")
+    return connect_ready(database_nodes(url), causal_reads, **params)
 
 
 class Database:
-    """A pool of PyMySQL connections to DATABASE_URL; one per app (`app.extensions["dialerapi.db"]`)."""
+    """A pool of PyMySQL connections to DATABASE_URL; one per app (`app.extensions["dialerapi.db"]`).
 
-    def __init__(self, url, pool_size=16):
+    `nodes` are the (host, port) pairs of the URL in order of preference; `host` is the first's.
+    """
+
+    def __init__(self, url, pool_size=16, causal_reads=True):
         self.url = url
-        self.host = database_params(url)["host"]
+        self.nodes = database_nodes(url)
+        self.host = self.nodes[0][0]
+        params = connect_params(url, connect_timeout=2 if len(self.nodes) > 1 else 5)
+        params.pop("host"), params.pop("port")
         # ping=0: no COM_PING when a connection leaves the pool, a round trip on every request;
         # transaction() reopens a connection the server dropped instead (_begin). reset=False:
         # transaction() always commits or rolls back what it began, so a ROLLBACK on every return
-        # would only cost a round trip too.
+        # would only cost a round trip too. isfatal: DBUtils reopens a connection (on the next
+        # ready node) only when its node is gone or refuses work, not after every deadlock.
         self.pool = PooledDB(
-            creator=pymysql, mincached=0, maxcached=pool_size, maxconnections=0,
-            blocking=True, ping=0, reset=False, **connect_params(url),
+            creator=connect_ready, mincached=0, maxcached=pool_size, maxconnections=0,
+            blocking=True, ping=0, reset=False, isfatal=is_node_error,
+            nodes=self.nodes, causal_reads=causal_reads, **params,
         )
 
     @contextmanager
@@ -94,31 +182,51 @@ class Database:
             _begin(conn)
             try:
                 yield conn
-            except BaseException:
-                _rollback(conn)
+            except BaseException as exc:
+                if is_node_error(exc):
+                    _discard(conn)
+                else:
+                    _rollback(conn)
                 raise
             _commit(conn)
+            self._drift_back(conn)
         finally:
             conn.close()
+
+    def _drift_back(self, conn):
+        raw = conn.dbapi_connection
+        if (raw.host, raw.port) != self.nodes[0] and \
+                time.monotonic() - getattr(raw, "dialerapi_connected_at", 0) > FALLBACK_SECONDS:
+            _discard(conn)
 
     def run(self, work, *args, **kwargs):
         """Return `work(conn, *args, **kwargs)` run in one transaction.
 
-        Retries the whole transaction up to MAX_ATTEMPTS times, after a random backoff that doubles
-        each attempt (BACKOFF_SECONDS), on MySQL errors 1213 (deadlock) and 1205 (lock wait timeout)
-        and on `Conflict`; any other error, or the last failed attempt, propagates after the rollback.
+        Runs the whole transaction again, after a random backoff that doubles each attempt, on
+        MySQL errors 1213 (deadlock, Galera certification failure) and 1205 (lock wait timeout) and
+        on `Conflict` for up to CONFLICT_BUDGET_SECONDS, and on a lost or refusing node (NODE_ERRORS:
+        nothing was committed) on the next ready node for up to FAILOVER_BUDGET_SECONDS. Raises
+        DatabaseUnavailable when a budget runs out, CommitOutcomeUnknown as transaction() does, and
+        any other error after the rollback.
         """
-        for attempt in range(1, MAX_ATTEMPTS + 1):
+        started = time.monotonic()
+        for attempt in itertools.count(1):
             try:
                 with self.transaction() as conn:
                     return work(conn, *args, **kwargs)
-            except (pymysql.err.OperationalError, pymysql.err.InternalError, Conflict) as exc:
-                code = exc.args[0] if isinstance(exc, pymysql.MySQLError) and exc.args else None
-                if (code not in RETRYABLE_ERRORS and not isinstance(exc, Conflict)) or attempt == MAX_ATTEMPTS:
+            except (pymysql.err.OperationalError, pymysql.err.InternalError, pymysql.err.InterfaceError,
+                    Conflict) as exc:
+                if is_node_error(exc):
+                    reason, budget, (first, cap) = "no_ready_node", FAILOVER_BUDGET_SECONDS, FAILOVER_BACKOFF_SECONDS
+                elif isinstance(exc, Conflict) or error_code(exc) in CONFLICT_ERRORS:
+                    reason, budget, (first, cap) = "conflicts", CONFLICT_BUDGET_SECONDS, CONFLICT_BACKOFF_SECONDS
+                else:
                     raise
+                if time.monotonic() - started >= budget:
+                    log.warning("giving up %s after %d attempts: %r", work.__name__, attempt, exc)
+                    raise DatabaseUnavailable(reason, str(exc)) from exc
                 log.info("retrying %s after %r (attempt %d)", work.__name__, exc, attempt)
-                first, cap = BACKOFF_SECONDS
-                time.sleep(random.uniform(0, min(cap, first * 2 ** (attempt - 1))))
+                time.sleep(random.uniform(0, min(cap, first * 2 ** min(attempt - 1, 16))))
 
     def close(self):
         self.pool.close()
@@ -130,17 +238,23 @@ def _begin(conn):
     A restart or wait_timeout closes idle connections server-side. BEGIN is the first statement a
     connection carries in a transaction, so one the server closed fails there (CONNECTION_LOST),
     before anything was done, and is safe to replace: DBUtils reopens a connection whose rollback
-    fails. A connection lost later, in the middle of the work, is never replaced and replayed.
-    Raises the second failure when the database is down.
+    fails, on the first ready node. Raises the second failure when no node is ready.
     """
     try:
         conn.begin()
     except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
-        if isinstance(exc, pymysql.err.OperationalError) and exc.args[0] not in CONNECTION_LOST:
+        if not is_node_error(exc):
             raise
-        with suppress(pymysql.MySQLError):
-            conn.rollback()
+        _discard(conn)
         conn.begin()
+
+
+def _discard(conn):
+    """Close the pooled connection's socket and have DBUtils open a new one (on the first ready node)."""
+    with suppress(Exception):
+        conn.dbapi_connection.close()
+    with suppress(pymysql.MySQLError):
+        conn.rollback()
 
 
 def _rollback(conn):

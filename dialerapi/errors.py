@@ -14,11 +14,14 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from .agents import UnknownAgent, UnknownExtension
 from .claims import NotClaimable
-from .db import CommitOutcomeUnknown
+from .db import CommitOutcomeUnknown, DatabaseUnavailable
 from .dialstate import LeadInFlight, NotLive, StaleReservation, UnknownLead
 from .engine import IdempotencyConflict
 
 log = logging.getLogger(__name__)
+
+# Galera drops a dead node in about 3 s; a client that waits this long finds a live one.
+RETRY_AFTER_UNAVAILABLE_SECONDS = 2
 
 HTTP_CODES = {
     400: "validation_failed",
@@ -137,6 +140,13 @@ def register(app):
         # Not a 500: the client must learn that the write may be stored, and that repeating the
         # request (an upsert, or the same request_id) is how it finds out.
         return error_response(503, "commit_unknown", headers={"Retry-After": "1"})
+
+    @app.errorhandler(DatabaseUnavailable)
+    def database_unavailable(err):
+        # Nothing was stored: the client repeats the request after Retry-After seconds, by which
+        # time the service has moved to a live node or the conflict has passed (README "Scale out").
+        return error_response(503, "database_unavailable", reason=err.reason,
+                              headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE_SECONDS)})
 
     @app.errorhandler(ValidationError)
     def invalid(err):

@@ -78,7 +78,9 @@ class HealthState:
 
 
 def check_database(app):
-    """Connect to DATABASE_URL and run SELECT 1, each step bounded by 2 s; record the result on the app."""
+    """Connect to the first ready node of DATABASE_URL and run SELECT 1, each step bounded by 2 s;
+    record the result on the app. A Galera node that is up but refuses work (wsrep_ready OFF: cut
+    off from the cluster, or still joining) does not count (README "Scale out")."""
     state = app.extensions["dialerapi.health"]
     started = time.monotonic()
     try:
@@ -127,11 +129,25 @@ def _metrics(conn, tz):
     }
 
 
+def _node(conn):
+    """The node a connection is on, "host:port", and its Galera cluster's state (None off Galera)."""
+    state = queries.node_state(conn)
+    cluster = None
+    if state["wsrep_on"]:
+        cluster = {"wsrep_cluster_size": int(state["wsrep_cluster_size"] or 0),
+                   "wsrep_local_state_comment": state["wsrep_local_state_comment"],
+                   "wsrep_ready": state["wsrep_ready"] == "ON"}
+    host = f"[{conn.host}]" if ":" in conn.host else conn.host
+    return {"node": f"{host}:{conn.port}", "cluster": cluster}
+
+
 def report(app):
     """The /health body and status (D8): 200 when the database answers now and, when AMI is
     configured, the last AMI check passed; otherwise 503.
 
-    Body: {ok, status (healthy|unhealthy), checks: {db: {ok, host, latency_ms, error}, ami: {ok,
+    Body: {ok, status (healthy|unhealthy), checks: {db: {ok, host (DATABASE_URL's first node), node
+    (the "host:port" answering now, the first ready node), cluster (null off Galera, else
+    wsrep_cluster_size, wsrep_local_state_comment, wsrep_ready), latency_ms, error}, ami: {ok,
     configured, host, latency_ms, error}}, metrics: {uptime_seconds, requests (by status class),
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
     UTC), last_sweep_result}, logs (last 20 warning/error lines of this process), version}. Never
@@ -140,10 +156,12 @@ def report(app):
     state = app.extensions["dialerapi.health"]
     config = app.config
     metrics = {}
+    node = {"node": None, "cluster": None}
     started = time.monotonic()
     try:
         conn = connect(config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
         try:
+            node = _node(conn)
             metrics = _metrics(conn, config["DB_TIMEZONE"])
         finally:
             conn.close()
@@ -157,7 +175,7 @@ def report(app):
             "ok": healthy,
             "status": "healthy" if healthy else "unhealthy",
             "checks": {
-                "db": {"ok": state.db, "host": app.extensions["dialerapi.db"].host,
+                "db": {"ok": state.db, "host": app.extensions["dialerapi.db"].host, **node,
                        "latency_ms": state.db_latency_ms, "error": state.db_error},
                 "ami": {"ok": state.ami, "configured": ami_configured, "host": config["AMI_HOST"] or None,
                         "latency_ms": state.ami_latency_ms, "error": state.ami_error},

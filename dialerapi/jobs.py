@@ -1,19 +1,23 @@
 """Background jobs (APScheduler), started with the app under gunicorn when JOBS_ENABLED.
 
 The scheduler is created once here and bound to the app by `init_app`. Jobs that must run in one
-process per tick across workers and hosts take a MySQL GET_LOCK (decisions.md D6); per-process
-jobs, such as the health checks that feed /healthz, run in every worker.
+process per tick across workers and hosts claim the tick in a row of dialerapi_job_runs (decisions.md
+D6; a row, not GET_LOCK, whose lock is local to one Galera node: issue #19); per-process jobs, such
+as the health checks that feed /healthz, run in every worker.
 """
 
 import json
 import logging
+import os
+import socket
 import time
 from datetime import datetime, timedelta, timezone
 
+import pymysql
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import actions, agents, clock, engine, health
-from .db import get_db, queries
+from .db import Conflict, get_db, queries
 from .observability import RESERVATIONS_RELEASED, SWEEPS
 
 log = logging.getLogger(__name__)
@@ -30,38 +34,60 @@ FIRST_SWEEP_SECONDS = 5
 # A run counts for the whole tick: another process whose tick comes within this share of the
 # interval after it skips, so workers and hosts started at different moments never double up.
 TICK_SHARE = 0.9
+# A run that outlasts its interval keeps others off for up to this many intervals; a crashed run's
+# claim lapses after as long.
+LEASE_INTERVALS = 2
+# Who claimed a tick, in dialerapi_job_runs.run_by.
+RUN_BY = f"{socket.gethostname()}:{os.getpid()}"[:255]
 
 
 def run_once_per_tick(db, name, interval_seconds, now, work):
-    """Run `work()` unless another process holds the job or ran it less than 0.9 interval ago.
+    """Run `work()` unless another process, on any host or node, claimed this tick of the job.
 
-    Holds the MySQL named lock `dialerapi.<name>` (GET_LOCK, no wait) for the run, and records the
-    start, end and result in dialerapi_job_runs. `now` is wall-clock (DB_TIMEZONE); a last run
-    later than `now` (the wall clock went back an hour on a fall-back night) does not stop this
-    one. Returns work()'s result, or None when skipped.
+    The tick is claimed in one transaction on the job's dialerapi_job_runs row (`claim_tick`); the
+    claim lasts while the work runs (a lease of two intervals, cleared when it ends), and the start,
+    end and result are recorded there. `now` is wall-clock (DB_TIMEZONE). Returns work()'s result,
+    or None when skipped; an error of work() clears the lease and propagates.
     """
-    conn = db.pool.connection()
-    lock_name = f"dialerapi.{name}"
+    if not db.run(claim_tick, name, interval_seconds, now, RUN_BY):
+        return None
+    started = time.monotonic()
     try:
-        if not queries.try_job_lock(conn, name=lock_name):
-            return None
+        result = work()
+    except BaseException:
+        db.run(queries.release_job_run, name=name)
+        raise
+    finished_at = now + timedelta(seconds=round(time.monotonic() - started))
+    db.run(queries.end_job_run, name=name, finished_at=finished_at, result=json.dumps(result, default=str)[:255])
+    return result
+
+
+def claim_tick(conn, name, interval_seconds, now, run_by):
+    """Claim this tick of job `name` for `run_by`; True when claimed, False when taken.
+
+    Taken: the last run started less than 0.9 interval before `now`, or a run's lease is still on.
+    A last start or lease later than a whole interval after `now` (the wall clock went back an hour
+    on a fall-back night) does not stop this one. Two claimers at once: on one node the second
+    waits on the row lock and then sees the first's start; on Galera the second loses certification
+    at COMMIT (1213) and `Database.run` runs it again, when it sees the same. Raises Conflict when a
+    concurrent first run inserted the row, so the claim runs again and reads it.
+    """
+    lease_until = now + timedelta(seconds=interval_seconds * LEASE_INTERVALS)
+    row = queries.lock_job_run(conn, name=name)
+    if row is None:
         try:
-            last = queries.job_last_started(conn, name=name)
-            if last is not None and 0 <= (now - last).total_seconds() < interval_seconds * TICK_SHARE:
-                conn.rollback()
-                return None
-            queries.record_job_start(conn, name=name, started_at=now)
-            conn.commit()
-            started = time.monotonic()
-            result = work()
-            finished_at = now + timedelta(seconds=round(time.monotonic() - started))
-            queries.record_job_end(conn, name=name, finished_at=finished_at, result=json.dumps(result, default=str)[:255])
-            conn.commit()
-            return result
-        finally:
-            queries.release_job_lock(conn, name=lock_name)
-    finally:
-        conn.close()
+            queries.insert_job_run(conn, name=name, started_at=now, lease_until=lease_until, run_by=run_by)
+        except pymysql.err.IntegrityError:
+            raise Conflict(f"job {name} inserted by another process") from None
+        return True
+    since_start = (now - row["last_started_at"]).total_seconds()
+    if 0 <= since_start < interval_seconds * TICK_SHARE:
+        return False
+    if row["lease_until"] is not None and \
+            0 < (row["lease_until"] - now).total_seconds() <= interval_seconds * LEASE_INTERVALS:
+        return False
+    queries.claim_job_run(conn, name=name, started_at=now, lease_until=lease_until, run_by=run_by)
+    return True
 
 
 def sweep_tick(app):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from yoyo import get_backend, read_migrations
 
+from .config import url_with_nodes
 from .db import connect, queries
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -17,8 +18,11 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 @contextmanager
 def _backend(database_url):
     # Close yoyo's connection every time: left open in a transaction it would hold metadata locks
-    # that block the next migration's ALTER TABLE.
-    backend = get_backend(database_url.replace("mysql+pymysql://", "mysql://", 1))
+    # that block the next migration's ALTER TABLE. yoyo takes one host: the first ready node of a
+    # Galera cluster's list, whose DDL Galera applies on every node (README "Scale out").
+    with closing(connect(database_url)) as probe:
+        node = (probe.host, probe.port)
+    backend = get_backend(url_with_nodes(database_url, [node]).replace("mysql+pymysql://", "mysql://", 1))
     with closing(backend.connection):
         yield backend
 

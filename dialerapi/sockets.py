@@ -10,7 +10,8 @@ cannot set headers) and `?agentId=` or `?extension=`. Frames are JSON text
 - agent to server: `agent.pause` {code, note?} and `agent.resume` {}.
 
 Changes reach the sockets through the outbox: every process runs one `EventHub` thread that
-tails dialerapi_outbox every 0.5 s and sends fresh snapshots to its own sockets of the agents
+tails dialerapi_outbox every 0.5 s (`events.OutboxTail`: no row is skipped when rows commit out
+of id order) and sends fresh snapshots to its own sockets of the agents
 named there, so a change made by any process, host or the dialing engine arrives within 2 s.
 """
 
@@ -24,7 +25,7 @@ from flask_sock import Sock
 
 from . import agents, auth, claims, clock
 from .auth import public
-from .db import queries
+from .events import OutboxTail
 
 log = logging.getLogger(__name__)
 
@@ -108,14 +109,10 @@ class EventHub:
 
     def _tail(self):
         db = self.app.extensions["dialerapi.db"]
-        last_id = None
+        tail = OutboxTail()
         while True:
             try:
-                if last_id is None:
-                    last_id = db.run(queries.outbox_last_id)
-                rows = db.run(lambda conn, after=last_id: list(queries.outbox_after(conn, last_id=after, max_rows=1000)))
-                if rows:
-                    last_id = rows[-1]["id"]
+                rows = tail.poll(db)
                 for agent_id in sorted({row["agent_id"] for row in rows}):
                     with self._lock:
                         connections = set(self._connections.get(agent_id, ()))

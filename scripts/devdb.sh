@@ -3,6 +3,7 @@
 # under ./var/mariadb, started with --no-defaults so the system's /etc/mysql settings and server are
 # never touched. Installs mariadb-server with apt-get when mariadbd is missing.
 #
+#   scripts/devdb.sh install      install mariadb-server (with galera-4) when mariadbd is missing
 #   scripts/devdb.sh start        start (idempotent) and create the `dialer` database
 #   scripts/devdb.sh stop         stop it; the data stays for the next start
 #   scripts/devdb.sh url          print the DATABASE_URL of the private instance
@@ -101,6 +102,7 @@ env_database_url() {
 }
 
 case "${1:-}" in
+  install) ensure_installed ;;
   start) start ;;
   stop) stop ;;
   url) url ;;

@@ -1,6 +1,8 @@
-"""db.Database.run: one transaction per call, retried on deadlock (1213), lock-wait timeout (1205)
-and Conflict, a bounded number of times (issue: concurrent pushes never fail on deadlocks)."""
+"""db.Database.run: one transaction per call, retried on deadlock or certification failure (1213),
+lock-wait timeout (1205) and Conflict within a time budget (issue #19: a conflict is a short wait,
+not a 500), and on a lost or refusing node on the next node of DATABASE_URL (README "Scale out")."""
 
+import socket
 import time
 from datetime import datetime
 
@@ -8,7 +10,9 @@ import pymysql
 import pytest
 
 from dialerapi import jobs
-from dialerapi.db import MAX_ATTEMPTS, Conflict, Database
+from dialerapi import db as db_module
+from dialerapi.config import database_nodes, url_with_nodes
+from dialerapi.db import Conflict, Database, DatabaseUnavailable
 
 
 @pytest.fixture
@@ -43,17 +47,19 @@ def test_retried_failures_roll_back_and_run_again(db, sql, failure):
     assert [r["id"] for r in sql("SELECT id FROM sales_priorities WHERE id > 40")] == [43]
 
 
-def test_gives_up_after_the_last_attempt(db, sql):
+def test_gives_up_when_the_conflict_budget_runs_out(db, sql, monkeypatch):
+    monkeypatch.setattr(db_module, "CONFLICT_BUDGET_SECONDS", 0.3)
     attempts = []
 
     def work(conn):
         attempts.append(1)
-        insert_priority(conn, 50 + len(attempts))
+        insert_priority(conn, 50 + len(attempts) % 40)
         raise pymysql.err.OperationalError(1213, "Deadlock")
 
-    with pytest.raises(pymysql.err.OperationalError):
+    with pytest.raises(DatabaseUnavailable) as raised:
         db.run(work)
-    assert len(attempts) == MAX_ATTEMPTS
+    assert raised.value.reason == "conflicts"
+    assert len(attempts) > 3, "retried until the budget ran out"
     assert sql("SELECT id FROM sales_priorities WHERE id > 50") == []
 
 
@@ -132,27 +138,80 @@ def test_a_pooled_connection_the_server_dropped_is_reopened_before_the_work_runs
     assert [r["id"] for r in sql("SELECT id FROM sales_priorities WHERE id = 80")] == [80]
 
 
-def test_a_connection_lost_during_the_work_is_not_run_again(db, sql):
+def test_a_connection_lost_during_the_work_runs_it_again_on_a_new_one(db, sql):
+    # Nothing was committed (the server rolls back a transaction whose connection is gone), so the
+    # work runs again whole, as after a deadlock: how a host survives its node's death (#19).
     attempts = []
 
     def work(conn):
-        attempts.append(1)
+        attempts.append(connection_id(conn))
         insert_priority(conn, 81)
-        kill(sql, connection_id(conn))
+        if len(attempts) == 1:
+            kill(sql, attempts[0])
         insert_priority(conn, 82)
 
-    with pytest.raises((pymysql.err.OperationalError, pymysql.err.InterfaceError)):
-        db.run(work)
-    assert len(attempts) == 1, "half-done work is never replayed on another connection"
-    assert sql("SELECT id FROM sales_priorities WHERE id IN (81, 82)") == []
-    assert db.run(connection_id), "the pool serves again"
+    db.run(work)
+    assert len(attempts) == 2 and attempts[0] != attempts[1], "run again once, on another connection"
+    assert [r["id"] for r in sql("SELECT id FROM sales_priorities WHERE id IN (81, 82) ORDER BY id")] == [81, 82]
 
 
 def test_a_job_on_a_connection_the_server_dropped_runs_on_a_reopened_one(db, sql):
-    # jobs.run_once_per_tick holds its named lock outside a transaction, where DBUtils re-runs a
-    # statement that failed on a dead connection on a reopened one.
     tick = datetime(2026, 11, 21, 10, 0, 0)
     kill(sql, db.run(connection_id))
     assert jobs.run_once_per_tick(db, "probe", 60, tick, lambda: "done") == "done"
     assert sql.one("SELECT last_started_at FROM dialerapi_job_runs WHERE name = 'probe'")["last_started_at"] == tick
-    assert sql.one("SELECT IS_FREE_LOCK('dialerapi.probe') AS free")["free"] == 1, "the job's lock was released"
+    assert sql.one("SELECT lease_until FROM dialerapi_job_runs WHERE name = 'probe'")["lease_until"] is None, \
+        "the job's lease was cleared"
+
+
+def refused_node():
+    """A loopback (host, port) where nothing listens: connecting is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()
+
+
+def node_of(conn):
+    return conn.dbapi_connection.host, conn.dbapi_connection.port
+
+
+def test_a_node_that_refuses_connections_is_passed_over(database_url, sql):
+    (live,) = database_nodes(database_url)
+    db = Database(url_with_nodes(database_url, [refused_node(), live]), pool_size=2)
+    try:
+        assert db.run(node_of) == live
+        db.run(insert_priority, 83)
+    finally:
+        db.close()
+    assert sql.one("SELECT COUNT(*) AS n FROM sales_priorities WHERE id = 83")["n"] == 1
+
+
+def test_no_ready_node_is_database_unavailable_within_the_failover_budget(database_url, monkeypatch):
+    monkeypatch.setattr(db_module, "FAILOVER_BUDGET_SECONDS", 0.5)
+    db = Database(url_with_nodes(database_url, [refused_node(), refused_node()]), pool_size=2)
+    try:
+        with pytest.raises(DatabaseUnavailable) as raised:
+            db.run(node_of)
+    finally:
+        db.close()
+    assert raised.value.reason == "no_ready_node" and "no database node is ready" in str(raised.value)
+
+
+def test_a_connection_on_a_fallback_node_goes_back_to_the_first_node(database_url, monkeypatch):
+    # After FALLBACK_SECONDS of use a connection on a fallback node is closed, so the next
+    # transaction connects anew, trying the first node first (here still refusing).
+    (live,) = database_nodes(database_url)
+    with socket.socket() as first:
+        first.bind(("127.0.0.1", 0))
+        url = url_with_nodes(database_url, [first.getsockname(), live])
+    db = Database(url, pool_size=1)
+    try:
+        assert db.run(node_of) == live
+        monkeypatch.setattr(db_module, "FALLBACK_SECONDS", -1)
+        fallback_id = db.run(connection_id)
+        assert db.run(connection_id) != fallback_id, "the fallback connection was closed after use"
+        monkeypatch.setattr(db_module, "FALLBACK_SECONDS", 3600)
+        kept_id = db.run(connection_id)
+        assert db.run(connection_id) == kept_id, "kept while younger than FALLBACK_SECONDS"
+    finally:
+        db.close()

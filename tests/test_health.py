@@ -10,6 +10,8 @@ import pytest
 
 from conftest import SECRET, make_app, utc_text
 from dialerapi import ami, health
+from dialerapi import db as db_module
+from dialerapi.config import database_nodes
 from fake_ami import FakeAmi, closed_port
 
 AMI_SECRET = "ami-secret-not-for-bodies"
@@ -110,6 +112,8 @@ def test_detailed_health_healthy(database_url, fake_ami, auth, sql, new_lead, ma
         body = response.get_json()
         assert body["ok"] is True and body["status"] == "healthy"
         assert body["checks"]["db"]["ok"] is True and body["checks"]["db"]["host"] == "127.0.0.1"
+        (host, port), = database_nodes(app.config["DATABASE_URL"])
+        assert body["checks"]["db"]["node"] == f"{host}:{port}" and body["checks"]["db"]["cluster"] is None
         assert body["checks"]["db"]["latency_ms"] >= 0 and body["checks"]["db"]["error"] is None
         assert body["checks"]["ami"] == {"ok": True, "configured": True, "host": "127.0.0.1",
                                          "latency_ms": body["checks"]["ami"]["latency_ms"], "error": None}
@@ -139,7 +143,7 @@ def test_detailed_health_needs_the_secret(client):
 
 # --- a database that stops, and one that hangs -------------------------------------------------------
 
-def test_health_with_the_database_stopped_and_restarted(own_mariadb, auth):
+def test_health_with_the_database_stopped_and_restarted(own_mariadb, auth, monkeypatch):
     url, devdb = own_mariadb
     app = make_app(url)
     client = app.test_client()
@@ -152,7 +156,11 @@ def test_health_with_the_database_stopped_and_restarted(own_mariadb, auth):
     assert body["status"] == "unhealthy" and body["checks"]["db"]["ok"] is False and body["checks"]["db"]["error"]
     assert client.get("/healthz").get_json() == {"ok": True, "ami": False, "db": False}
     lead = {"oli_id": "A", "phone_number": "9876543210", "client_name": "A", "form_type": "f", "priority_id": 2}
-    assert client.post("/api/leads", json=lead, headers=auth).get_json() == {"ok": False, "error": "internal_error"}
+    monkeypatch.setattr(db_module, "FAILOVER_BUDGET_SECONDS", 1)
+    refused = client.post("/api/leads", json=lead, headers=auth)
+    # Not 500: nothing was stored and the client is told when to try again (issue #19).
+    assert (refused.status_code, refused.headers["Retry-After"]) == (503, "2")
+    assert refused.get_json() == {"ok": False, "error": "database_unavailable", "reason": "no_ready_node"}
     devdb("start")
     assert health.check_database(app) is True
     assert client.get("/health", headers=auth).status_code == 200

@@ -125,12 +125,15 @@ def test_unexpected_errors_are_500_internal_error_without_details(database_url, 
     assert b"hunter2" not in response.data and b"SELECT" not in response.data
 
 
-def test_database_down_is_500_not_a_partial_write(auth):
+def test_database_down_is_503_with_retry_after(auth, monkeypatch):
     from conftest import make_app
+    from dialerapi import db
 
+    monkeypatch.setattr(db, "FAILOVER_BUDGET_SECONDS", 0.5)
     client = make_app("mysql://root@127.0.0.1:9/nowhere").test_client()
     response = client.post("/api/leads", json=LEAD, headers=auth)
-    assert response.status_code == 500 and response.get_json() == {"ok": False, "error": "internal_error"}
+    assert (response.status_code, response.headers.get("Retry-After")) == (503, "2")
+    assert response.get_json() == {"ok": False, "error": "database_unavailable", "reason": "no_ready_node"}
 
 
 PICKER = ["bio", "tea", "lunch", "meeting", "training", "backoffice", "acw", "escalation", "process_query",

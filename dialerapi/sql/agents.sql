@@ -88,6 +88,10 @@ INSERT INTO dialerapi_outbox (agent_id, created_at) VALUES (:agent_id, :created_
 -- name: outbox_after(last_id, max_rows)
 SELECT id, agent_id FROM dialerapi_outbox WHERE id > :last_id ORDER BY id LIMIT :max_rows;
 
+-- name: outbox_between(after, upto)
+-- The window events.OutboxTail reads again for rows that committed after a higher id was read.
+SELECT id, agent_id FROM dialerapi_outbox WHERE id > :after AND id <= :upto;
+
 -- name: outbox_last_id()$
 SELECT COALESCE(MAX(id), 0) FROM dialerapi_outbox;
 

@@ -1,17 +1,20 @@
--- Cluster-wide job coordination (decisions.md D6): a named MySQL lock plus the time of the last run.
+-- Cluster-wide job coordination (decisions.md D6, issue #19): a job's tick is claimed by updating
+-- its row in dialerapi_job_runs inside a transaction; the commit decides, on one node as on Galera.
 
--- name: try_job_lock(name)$
-SELECT GET_LOCK(:name, 0);
+-- name: lock_job_run(name)^
+SELECT last_started_at, lease_until FROM dialerapi_job_runs WHERE name = :name FOR UPDATE;
 
--- name: release_job_lock(name)$
-SELECT RELEASE_LOCK(:name);
+-- name: insert_job_run(name, started_at, lease_until, run_by)!
+INSERT INTO dialerapi_job_runs (name, last_started_at, lease_until, run_by)
+VALUES (:name, :started_at, :lease_until, :run_by);
 
--- name: job_last_started(name)$
-SELECT last_started_at FROM dialerapi_job_runs WHERE name = :name;
+-- name: claim_job_run(name, started_at, lease_until, run_by)!
+UPDATE dialerapi_job_runs SET last_started_at = :started_at, lease_until = :lease_until, run_by = :run_by
+WHERE name = :name;
 
--- name: record_job_start(name, started_at)!
-INSERT INTO dialerapi_job_runs (name, last_started_at) VALUES (:name, :started_at)
-ON DUPLICATE KEY UPDATE last_started_at = VALUES(last_started_at);
+-- name: end_job_run(name, finished_at, result)!
+UPDATE dialerapi_job_runs SET last_finished_at = :finished_at, last_result = :result, lease_until = NULL
+WHERE name = :name;
 
--- name: record_job_end(name, finished_at, result)!
-UPDATE dialerapi_job_runs SET last_finished_at = :finished_at, last_result = :result WHERE name = :name;
+-- name: release_job_run(name)!
+UPDATE dialerapi_job_runs SET lease_until = NULL WHERE name = :name;

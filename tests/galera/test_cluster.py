@@ -1,0 +1,277 @@
+"""Every promise through a 3-node Galera cluster and two hosts on two nodes (issue #19; README
+"Scale out"): overlapping pushes all 201 and stored once, claims never doubled, CRM actions at
+settle applied once, one job run per tick, causal reads, no outbox row skipped, a node killed and
+rejoined without a lost, doubled or partial write, a node cut off reported and avoided.
+
+Run by `make test-galera` (scripts/galera.sh builds the cluster; DATABASE_URL names its 3 nodes).
+Host A prefers node 1, host B node 2; each is an app with its own pool, as two servers would be.
+"""
+
+import random
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, make_app
+from outbox_race import race
+from test_jobs import TICK, race_ticks
+
+from dialerapi import actions, health
+from dialerapi.config import database_nodes, url_with_nodes
+from dialerapi.db import Database, connect, get_db
+
+pytestmark = pytest.mark.galera
+
+AUTH = {"Authorization": f"Bearer {SECRET}"}
+ENGINE = {"Authorization": f"Bearer {ENGINE_SECRET}"}
+ACTORS = 16
+
+
+def galera(*args):
+    subprocess.run([str(ROOT / "scripts" / "galera.sh"), *map(str, args)], check=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def node_url(database_url):
+    nodes = database_nodes(database_url)
+    assert len(nodes) == 3, "make test-galera sets DATABASE_URL to the cluster's three nodes"
+    return lambda *order: url_with_nodes(database_url, [nodes[n - 1] for n in order])
+
+
+@pytest.fixture(scope="module")
+def hosts(node_url):
+    return {"A": make_app(node_url(1, 2, 3)), "B": make_app(node_url(2, 3, 1))}
+
+
+def on_node(node_url, n, statement, *params):
+    """Rows of `statement` read on node n alone, after it applied what the cluster committed."""
+    conn = connect(node_url(n))
+    try:
+        with conn.cursor() as cur:
+            cur.execute(statement, params or None)
+            return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def same_on_every_node(node_url, statement, *params):
+    rows = [on_node(node_url, n, statement, *params) for n in (1, 2, 3)]
+    assert rows[0] == rows[1] == rows[2], "the three nodes hold the same rows"
+    return rows[0]
+
+
+def at_once(work, arguments):
+    barrier = threading.Barrier(len(arguments))
+
+    def released(argument):
+        barrier.wait(timeout=60)
+        return work(argument)
+
+    with ThreadPoolExecutor(len(arguments)) as pool:
+        return list(pool.map(released, arguments))
+
+
+def lead(oli_id, tag):
+    return {"oli_id": oli_id, "phone_number": "9876543210", "client_name": tag, "form_type": "home_loan",
+            "priority_id": 2}
+
+
+def push(app, leads):
+    response = app.test_client().post("/api/leads", json={"leads": leads}, headers=AUTH)
+    return response.status_code, response.headers.get("Retry-After"), response.get_json()
+
+
+def test_overlapping_batches_through_two_nodes_all_answer_201_and_store_each_lead_once(hosts, node_url):
+    pool = [f"P{i:04d}" for i in range(1000)]
+    answers, seconds = [], []
+
+    def pusher(index):
+        app = hosts["AB"[index % 2]]
+        rng = random.Random(index)
+        for batch in range(6):
+            tag = f"t{index:02d}b{batch}"
+            started = time.monotonic()
+            answers.append(push(app, [lead(oli_id, tag) for oli_id in rng.sample(pool, 500)])[0])
+            seconds.append(time.monotonic() - started)
+
+    at_once(pusher, range(ACTORS))
+    assert answers == [201] * ACTORS * 6
+    rows = same_on_every_node(node_url, "SELECT oli_id, client_name, data_id FROM sales_master ORDER BY oli_id")
+    assert [row["oli_id"] for row in rows] == pool, "each lead stored once"
+    print(f"overlapping 500-lead batches through two nodes: p99 {sorted(seconds)[int(len(seconds) * 0.99)]:.2f} s")
+
+
+def due_leads(sql, run):
+    names = [f"R{run:02d}-{n:02d}" for n in range(ACTORS)]
+    sql("INSERT INTO sales_master (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status,"
+        " call_count, isReserved, created_at, updated_at) VALUES "
+        + ", ".join("(%s, UUID(), '9876543210', 'Lead', 'home_loan', 2, 'Pending', 0, 0, %s, %s)" for _ in names),
+        *[v for name in names for v in (name, DEFAULT_NOW, DEFAULT_NOW)])
+    return names
+
+
+@pytest.fixture
+def agents(sql):
+    """ACTORS available agents with the skill home_loan, ids 701-716."""
+    ids = list(range(701, 701 + ACTORS))
+    sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES "
+        + ", ".join("(%s, %s, 'Agent', 1, 1)" for _ in ids), *[v for a in ids for v in (a, str(a))])
+    sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES " + ", ".join("(%s, 'home_loan')" for _ in ids),
+        *ids)
+    return ids
+
+
+def claim(hosts, agent_id, run):
+    app = hosts["AB"[agent_id % 2]]
+    response = app.test_client().post("/engine/claim", headers=ENGINE, json={
+        "mode": "progressive", "agent_id": agent_id, "request_id": f"c-{run}-{agent_id}"})
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["lead"]
+
+
+def test_claims_through_two_nodes_never_reserve_a_lead_twice(hosts, node_url, sql, agents):
+    for run in range(10):
+        leads = due_leads(sql, run)
+        got = at_once(lambda agent_id: claim(hosts, agent_id, run), agents)
+        assert None not in got and sorted(row["oli_id"] for row in got) == leads, f"run {run}"
+        live = same_on_every_node(node_url, "SELECT oli_id, reservation_id FROM sales_master"
+                                  " WHERE dial_status = 'Calling' AND isReserved = 1 ORDER BY oli_id")
+        assert [row["oli_id"] for row in live] == leads and len({row["reservation_id"] for row in live}) == ACTORS
+        sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0, reservation_id = NULL")
+
+
+def test_crm_callbacks_at_settle_through_the_other_node_are_applied_once(hosts, node_url, sql, agents):
+    leads = due_leads(sql, 0)
+    claimed = at_once(lambda agent_id: claim(hosts, agent_id, 0), agents)
+    assert sorted(row["oli_id"] for row in claimed) == leads
+
+    def crm_then_engine(row):
+        # The CRM files a callback through host A while the engine settles through host B, at once.
+        oli_id = row["oli_id"]
+        held = hosts["A"].test_client().post("/api/pending-callbacks", headers=AUTH,
+                                             json={"oliId": oli_id, "scheduledAt": "2026-11-23 11:30"})
+        settled = hosts["B"].test_client().post("/engine/settle", headers=ENGINE, json={
+            "oli_id": oli_id, "outcome": "no_answer", "started_at": "2026-11-21 09:59:45"})
+        return held.status_code, settled.status_code
+
+    # 202: held while live, applied at settle; 200: the settle came first and it applied at once.
+    assert set(at_once(crm_then_engine, claimed)) <= {(202, 200), (200, 200)}
+    with hosts["A"].app_context():  # the sweep applies a callback held by a lead that settled meanwhile
+        actions.sweep(get_db(), DEFAULT_NOW.replace(minute=5), hosts["A"].config["DB_TIMEZONE"], hosts["A"].config)
+    rows = same_on_every_node(node_url, "SELECT oli_id, dial_status, callback_scheduled_at, isReserved"
+                              " FROM sales_master ORDER BY oli_id")
+    assert {(row["dial_status"], str(row["callback_scheduled_at"]), row["isReserved"]) for row in rows} == \
+        {("Callback", "2026-11-23 11:30:00", 0)}, "every callback applied, over the settled call"
+    assert same_on_every_node(node_url, "SELECT COUNT(*) AS n FROM sales_call_attempts") == [{"n": ACTORS}]
+    assert same_on_every_node(node_url, "SELECT status, COUNT(*) AS n FROM sales_pending_actions GROUP BY status") \
+        == [{"status": "applied", "n": ACTORS}], "each callback applied once"
+
+
+def test_a_job_runs_once_per_tick_across_hosts_on_two_nodes(node_url):
+    databases = [Database(node_url(*((1, 2, 3) if i % 2 else (2, 3, 1))), pool_size=1) for i in range(ACTORS)]
+    try:
+        ticks = [TICK + timedelta(hours=1, seconds=60 * i) for i in range(40)]
+        runs = race_ticks(databases, "sweep", ticks)
+    finally:
+        for db in databases:
+            db.close()
+    assert {tick: len(ran) for tick, ran in runs.items()} == {tick: 1 for tick in ticks}
+
+
+def test_a_host_reads_what_another_host_just_wrote(hosts):
+    missing = 0
+    for i in range(100):
+        assert push(hosts["A"], [lead(f"C{i:03d}", "causal")])[0] == 201
+        answer = hosts["B"].test_client().post("/api/send-callback-request", headers=AUTH,
+                                               json={"oliId": f"C{i:03d}", "scheduledAt": "2026-11-22 15:30"})
+        missing += answer.status_code == 404
+        assert answer.status_code in (200, 404)
+    assert missing == 0, f"{missing} of 100 callbacks through host B did not find a lead pushed through host A"
+
+
+def test_no_outbox_row_is_skipped_with_writers_on_two_nodes(node_url):
+    writers = [Database(node_url(1, 2, 3), pool_size=8), Database(node_url(2, 3, 1), pool_size=8)]
+    reader = Database(node_url(3, 1, 2), pool_size=1)
+    try:
+        committed, delivered, _ = race(writers, reader, total_rows=100_000)
+    finally:
+        for db in (*writers, reader):
+            db.close()
+    assert len(committed) == 100_000 and sorted(delivered) == sorted(committed)
+
+
+def test_a_node_killed_and_rejoined_loses_doubles_and_splits_nothing(hosts, node_url):
+    answers, lock, stop = [], threading.Lock(), threading.Event()
+
+    def pusher(index):
+        app, batch = hosts["AB"[index % 2]], 0
+        while not stop.is_set():
+            names = [f"K{index:02d}-{batch:04d}-{n:02d}" for n in range(50)]
+            started = time.monotonic()
+            status, retry_after, body = push(app, [lead(name, "kill") for name in names])
+            with lock:
+                answers.append(("AB"[index % 2], started, status, retry_after, body, names))
+            batch += 1
+
+    threads = [threading.Thread(target=pusher, args=(i,)) for i in range(ACTORS)]
+    for thread in threads:
+        thread.start()
+    time.sleep(4)
+    killed_at = time.monotonic()
+    galera("kill", 2)
+    time.sleep(10)
+    galera("rejoin", 2)
+    time.sleep(3)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    statuses = {(status, (body or {}).get("error")) for _, _, status, _, body, _ in answers}
+    assert statuses <= {(201, None), (503, "database_unavailable"), (503, "commit_unknown")}, statuses
+    assert all(retry for _, _, status, retry, _, _ in answers if status == 503), "every 503 has Retry-After"
+    recovered = [started for host, started, status, *_ in answers if host == "B" and status == 201 and started > killed_at]
+    assert recovered and min(recovered) - killed_at < 10, "host B pushes through a live node within seconds"
+
+    stored = {row["oli_id"] for row in same_on_every_node(
+        node_url, "SELECT oli_id FROM sales_master WHERE oli_id LIKE 'K%%' ORDER BY oli_id")}
+    for _, _, status, _, body, names in answers:
+        kept = stored.intersection(names)
+        if status == 201:
+            assert kept == set(names), "a 201 batch is on every node"
+        elif body["error"] == "commit_unknown":
+            assert kept in (set(), set(names)), "a batch of unknown outcome is whole or absent"
+        else:
+            assert kept == set(), "a 503 database_unavailable batch stored nothing"
+    assert len(stored) == sum(len(names) for *_, names in answers if set(names) <= stored), "nothing doubled"
+
+
+def test_a_node_cut_off_from_the_cluster_is_reported_and_passed_over(node_url):
+    galera("isolate", 3, 1)
+    try:
+        deadline = time.monotonic() + 30
+        only_three = make_app(node_url(3))
+        state = only_three.extensions["dialerapi.health"]
+        # Node 3 leaves the Primary component after the suspect timeout (2 s, scripts/galera.sh).
+        while (health.check_database(only_three) or "not ready" not in state.db_error) \
+                and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert only_three.extensions["dialerapi.health"].snapshot() == {"ok": True, "ami": False, "db": False}
+        body = only_three.test_client().get("/health", headers=AUTH)
+        assert body.status_code == 503 and "is not ready (wsrep_ready OFF" in body.get_json()["checks"]["db"]["error"]
+        status, retry_after, answer = push(only_three, [lead("ISO-1", "isolated")])
+        assert (status, retry_after, answer["error"]) == (503, "2", "database_unavailable")
+
+        three_then_one = make_app(node_url(3, 1))
+        assert push(three_then_one, [lead("ISO-2", "isolated")])[0] == 201
+        checks = three_then_one.test_client().get("/health", headers=AUTH).get_json()["checks"]["db"]
+        assert checks["node"] == "%s:%s" % database_nodes(node_url(1))[0]
+        assert checks["cluster"] == {"wsrep_cluster_size": 2, "wsrep_local_state_comment": "Synced",
+                                     "wsrep_ready": True}
+    finally:
+        galera("isolate", 3, 0)
+    checks = make_app(node_url(3)).test_client().get("/health", headers=AUTH).get_json()["checks"]["db"]
+    assert checks["cluster"] == {"wsrep_cluster_size": 3, "wsrep_local_state_comment": "Synced", "wsrep_ready": True}
