@@ -19,6 +19,17 @@ from dialerapi.db import connect
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# The UPDATE_POOL leads U-000000.. that update runs push again, in one statement (MariaDB's sequence engine).
+FILL = """
+INSERT INTO sales_master
+  (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status, call_count, isReserved,
+   created_at, updated_at)
+SELECT CONCAT('U-', LPAD(seq, 6, '0')), UUID(), CONCAT('9198', LPAD(seq, 8, '0')), CONCAT('Lead ', seq),
+       'home_loan', 2, 'Pending', 0, 0, NOW(), NOW()
+FROM seq_0_to_{last}
+"""
+
+
 def bench_database(name):
     """Create (if needed) and migrate database `name` on DATABASE_URL's server; return its URL."""
     server_url = os.environ.get("DATABASE_URL")

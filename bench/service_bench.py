@@ -25,7 +25,7 @@ import platform
 import statistics
 from datetime import datetime
 
-from common import bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
+from common import FILL, bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
 from dialerapi.db import connect
 
 DB_NAME = "dialerapi_bench_service"
@@ -36,16 +36,6 @@ CONNECTIONS = 8
 UPDATE_POOL = 50_000
 LATENCY_SECONDS = 10
 TARGET_RATIO, TARGET_P99_RATIO = 0.85, 1.2
-
-FILL = """
-INSERT INTO sales_master
-  (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status, call_count, isReserved,
-   created_at, updated_at)
-SELECT CONCAT('U-', LPAD(seq, 6, '0')), UUID(), CONCAT('9198', LPAD(seq, 8, '0')), CONCAT('Lead ', seq),
-       'home_loan', 2, 'Pending', 0, 0, NOW(), NOW()
-FROM seq_0_to_{last}
-"""
-
 
 def fresh_table(url):
     """sales_master with exactly the UPDATE_POOL leads U-000000.. (and the one agent the latency runs read)."""

@@ -124,7 +124,10 @@ class HealthzResponseSchema(Schema):
 class HealthResponseSchema(Schema):
     ok = fields.Boolean(required=True)
     status = fields.String(required=True, validate=OneOf(["healthy", "unhealthy"]))
-    checks = fields.Dict(required=True, metadata={"description": "db: {ok, host, latency_ms, error}; "
+    checks = fields.Dict(required=True, metadata={"description": "db: {ok, host, node (host:port answering), "
+                                                                 "cluster (null off Galera, else wsrep_cluster_size, "
+                                                                 "wsrep_local_state_comment, wsrep_ready), "
+                                                                 "latency_ms, error}; "
                                                                  "ami: {ok, configured, host, latency_ms, error}"})
     metrics = fields.Dict(required=True)
     logs = fields.List(fields.String(), required=True)
@@ -229,8 +232,11 @@ WRITES = {
                  {"ok": False, "error": "validation_failed",
                   "details": [{"field": "phone_number", "message": "must be 10-15 digits after removing spaces and punctuation"}]}),
     "413": _error("Body larger than 1 MiB", "payload_too_large"),
-    "503": {**_error("The database connection was lost during COMMIT: the write may or may not be stored; "
-                     "send the same request again to find out", "commit_unknown"),
+    "503": {**_error("The database cannot answer now; repeat the request after Retry-After seconds. "
+                     "`database_unavailable`: nothing was stored (`reason` `no_ready_node`: no node of DATABASE_URL "
+                     "is ready; `conflicts`: the write kept losing conflicts for 15 s). `commit_unknown`: the "
+                     "connection was lost during COMMIT, so the write may or may not be stored; the same request "
+                     "again finds out", "commit_unknown"),
             "headers": {"Retry-After": {"description": "Seconds to wait before repeating the request",
                                         "schema": {"type": "integer"}}}},
 }
