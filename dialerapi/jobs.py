@@ -37,8 +37,6 @@ TICK_SHARE = 0.9
 # A run that outlasts its interval keeps others off for up to this many intervals; a crashed run's
 # claim lapses after as long.
 LEASE_INTERVALS = 2
-# Who claimed a tick, in dialerapi_job_runs.run_by.
-RUN_BY = f"{socket.gethostname()}:{os.getpid()}"[:255]
 
 
 def run_once_per_tick(db, name, interval_seconds, now, work):
@@ -46,28 +44,36 @@ def run_once_per_tick(db, name, interval_seconds, now, work):
 
     The tick is claimed in one transaction on the job's dialerapi_job_runs row (`claim_tick`); the
     claim lasts while the work runs (a lease of two intervals, cleared when it ends), and the start,
-    end and result are recorded there. `now` is wall-clock (DB_TIMEZONE). Returns work()'s result,
+    end and result are recorded there (the end only while the row is still this process's: a run
+    that outlived its lease and was overtaken leaves the new claim alone). `now` is wall-clock (DB_TIMEZONE). Returns work()'s result,
     or None when skipped; an error of work() clears the lease and propagates.
     """
-    if not db.run(claim_tick, name, interval_seconds, now, RUN_BY):
+    by = run_by()
+    if not db.run(claim_tick, name, interval_seconds, now, by):
         return None
     started = time.monotonic()
     try:
         result = work()
     except BaseException:
-        db.run(queries.release_job_run, name=name)
+        db.run(queries.release_job_run, name=name, run_by=by)
         raise
     finished_at = now + timedelta(seconds=round(time.monotonic() - started))
-    db.run(queries.end_job_run, name=name, finished_at=finished_at, result=json.dumps(result, default=str)[:255])
+    db.run(queries.end_job_run, name=name, run_by=by, finished_at=finished_at,
+           result=json.dumps(result, default=str)[:255])
     return result
+
+
+def run_by():
+    """This process as dialerapi_job_runs.run_by: "hostname:pid" (after gunicorn's fork, the worker's)."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:255]
 
 
 def claim_tick(conn, name, interval_seconds, now, run_by):
     """Claim this tick of job `name` for `run_by`; True when claimed, False when taken.
 
     Taken: the last run started less than 0.9 interval before `now`, or a run's lease is still on.
-    A last start or lease later than a whole interval after `now` (the wall clock went back an hour
-    on a fall-back night) does not stop this one. Two claimers at once: on one node the second
+    A last start later than `now`, or a lease ending more than two intervals after it (the wall
+    clock went back an hour on a fall-back night), does not stop this one. Two claimers at once: on one node the second
     waits on the row lock and then sees the first's start; on Galera the second loses certification
     at COMMIT (1213) and `Database.run` runs it again, when it sees the same. Raises Conflict when a
     concurrent first run inserted the row, so the claim runs again and reads it.

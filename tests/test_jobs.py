@@ -49,7 +49,7 @@ def test_sixteen_hosts_at_once_run_each_tick_once(hosts, sql):
     runs = race_ticks(hosts, "sweep", ticks)
     assert {tick: len(ran) for tick, ran in runs.items()} == {tick: 1 for tick in ticks}
     row = sql.one("SELECT last_started_at, lease_until, run_by FROM dialerapi_job_runs WHERE name = 'sweep'")
-    assert row["last_started_at"] == ticks[-1] and row["lease_until"] is None and row["run_by"] == jobs.RUN_BY
+    assert row["last_started_at"] == ticks[-1] and row["lease_until"] is None and row["run_by"] == jobs.run_by()
 
 
 def test_a_run_that_outlasts_its_interval_keeps_the_next_tick_off(database_url, sql):
@@ -74,6 +74,21 @@ def test_a_crashed_run_lapses_after_two_intervals(database_url, sql):
         assert db.run(jobs.claim_tick, "blocking", 10, TICK, "crashed-host:1") is True  # never ended
         assert jobs.run_once_per_tick(db, "blocking", 10, TICK + timedelta(seconds=15), lambda: "ran") is None
         assert jobs.run_once_per_tick(db, "blocking", 10, TICK + timedelta(seconds=21), lambda: "ran") == "ran"
+    finally:
+        db.close()
+
+
+def test_a_run_overtaken_after_its_lease_leaves_the_new_claim_alone(database_url, sql):
+    db = Database(database_url, pool_size=2)
+    try:
+        def outlived():
+            # Two intervals later another host claims the tick; this run then ends.
+            assert db.run(jobs.claim_tick, "blocking", 10, TICK + timedelta(seconds=21), "other-host:2") is True
+            return "late"
+
+        assert jobs.run_once_per_tick(db, "blocking", 10, TICK, outlived) == "late"
+        row = sql.one("SELECT last_finished_at, lease_until, run_by FROM dialerapi_job_runs WHERE name = 'blocking'")
+        assert row == {"last_finished_at": None, "lease_until": TICK + timedelta(seconds=41), "run_by": "other-host:2"}
     finally:
         db.close()
 

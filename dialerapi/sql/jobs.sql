@@ -12,9 +12,9 @@ VALUES (:name, :started_at, :lease_until, :run_by);
 UPDATE dialerapi_job_runs SET last_started_at = :started_at, lease_until = :lease_until, run_by = :run_by
 WHERE name = :name;
 
--- name: end_job_run(name, finished_at, result)!
+-- name: end_job_run(name, run_by, finished_at, result)!
 UPDATE dialerapi_job_runs SET last_finished_at = :finished_at, last_result = :result, lease_until = NULL
-WHERE name = :name;
+WHERE name = :name AND run_by = :run_by;
 
--- name: release_job_run(name)!
-UPDATE dialerapi_job_runs SET lease_until = NULL WHERE name = :name;
+-- name: release_job_run(name, run_by)!
+UPDATE dialerapi_job_runs SET lease_until = NULL WHERE name = :name AND run_by = :run_by;
