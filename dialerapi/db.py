@@ -104,6 +104,13 @@ def connect_params(url, connect_timeout=5, io_timeout=60):
     }
 
 
+def session_params(url, connect_timeout=5, io_timeout=60):
+    """connect_params() without host and port: what connect_ready() adds to each node it tries."""
+    params = connect_params(url, connect_timeout, io_timeout)
+    del params["host"], params["port"]
+    return params
+
+
 def connect_ready(nodes, causal_reads=True, **params):
     """A new PyMySQL connection to the first of `nodes` ((host, port) pairs) that is ready for work.
 
@@ -111,8 +118,7 @@ def connect_ready(nodes, causal_reads=True, **params):
     statements); a node cut off from the cluster still answers `SELECT 1` but refuses every table,
     so it is passed over. On a Galera node with `causal_reads` the session waits, at each BEGIN and
     SELECT, until the node has applied every write the cluster committed before (wsrep_sync_wait = 1),
-    so a request reads what another host just wrote. `params` are connect_params() without host and
-    port. Raises pymysql OperationalError 2003 naming why each node was refused.
+    so a request reads what another host just wrote. `params` are session_params(). Raises pymysql OperationalError 2003 naming why each node was refused.
     """
     refusals = []
     for host, port in nodes:
@@ -143,9 +149,7 @@ def connect_ready(nodes, causal_reads=True, **params):
 def connect(url, timeout=5, io_timeout=60, causal_reads=True):
     """One unpooled connection (migrations, health probes, tests) to the first ready node of `url`;
     `timeout` bounds connecting to each node, in seconds. Raises pymysql OperationalError 2003."""
-    params = connect_params(url, timeout, io_timeout)
-    params.pop("host"), params.pop("port")
-    return connect_ready(database_nodes(url), causal_reads, **params)
+    return connect_ready(database_nodes(url), causal_reads, **session_params(url, timeout, io_timeout))
 
 
 class Database:
@@ -158,8 +162,6 @@ class Database:
         self.url = url
         self.nodes = database_nodes(url)
         self.host = self.nodes[0][0]
-        params = connect_params(url, connect_timeout=2 if len(self.nodes) > 1 else 5)
-        params.pop("host"), params.pop("port")
         # ping=0: no COM_PING when a connection leaves the pool, a round trip on every request;
         # transaction() reopens a connection the server dropped instead (_begin). reset=False:
         # transaction() always commits or rolls back what it began, so a ROLLBACK on every return
@@ -168,7 +170,8 @@ class Database:
         self.pool = PooledDB(
             creator=connect_ready, mincached=0, maxcached=pool_size, maxconnections=0,
             blocking=True, ping=0, reset=False, isfatal=is_node_error,
-            nodes=self.nodes, causal_reads=causal_reads, **params,
+            nodes=self.nodes, causal_reads=causal_reads,
+            **session_params(url, connect_timeout=2 if len(self.nodes) > 1 else 5),
         )
 
     @contextmanager

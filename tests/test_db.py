@@ -201,10 +201,7 @@ def test_a_connection_on_a_fallback_node_goes_back_to_the_first_node(database_ur
     # After FALLBACK_SECONDS of use a connection on a fallback node is closed, so the next
     # transaction connects anew, trying the first node first (here still refusing).
     (live,) = database_nodes(database_url)
-    with socket.socket() as first:
-        first.bind(("127.0.0.1", 0))
-        url = url_with_nodes(database_url, [first.getsockname(), live])
-    db = Database(url, pool_size=1)
+    db = Database(url_with_nodes(database_url, [refused_node(), live]), pool_size=1)
     try:
         assert db.run(node_of) == live
         monkeypatch.setattr(db_module, "FALLBACK_SECONDS", -1)

@@ -44,6 +44,13 @@ def hosts(database_url):
         db.close()
 
 
+@pytest.fixture
+def db(database_url):
+    database = Database(database_url, pool_size=2)
+    yield database
+    database.close()
+
+
 def test_sixteen_hosts_at_once_run_each_tick_once(hosts, sql):
     ticks = [TICK + timedelta(seconds=60 * i) for i in range(20)]
     runs = race_ticks(hosts, "sweep", ticks)
@@ -52,56 +59,41 @@ def test_sixteen_hosts_at_once_run_each_tick_once(hosts, sql):
     assert row["last_started_at"] == ticks[-1] and row["lease_until"] is None and row["run_by"] == jobs.run_by()
 
 
-def test_a_run_that_outlasts_its_interval_keeps_the_next_tick_off(database_url, sql):
-    db = Database(database_url, pool_size=2)
+def test_a_run_that_outlasts_its_interval_keeps_the_next_tick_off(db, sql):
     inner = []
-    try:
-        def long_run():
-            # The next tick comes while this run is still on: its claim is refused by the lease.
-            inner.append(jobs.run_once_per_tick(db, "prune", 60, TICK + timedelta(seconds=60), lambda: "second"))
-            return "first"
 
-        assert jobs.run_once_per_tick(db, "prune", 60, TICK, long_run) == "first"
-        assert inner == [None]
-        assert jobs.run_once_per_tick(db, "prune", 60, TICK + timedelta(seconds=60), lambda: "next") == "next"
-    finally:
-        db.close()
+    def long_run():
+        # The next tick comes while this run is still on: its claim is refused by the lease.
+        inner.append(jobs.run_once_per_tick(db, "prune", 60, TICK + timedelta(seconds=60), lambda: "second"))
+        return "first"
+
+    assert jobs.run_once_per_tick(db, "prune", 60, TICK, long_run) == "first"
+    assert inner == [None]
+    assert jobs.run_once_per_tick(db, "prune", 60, TICK + timedelta(seconds=60), lambda: "next") == "next"
 
 
-def test_a_crashed_run_lapses_after_two_intervals(database_url, sql):
-    db = Database(database_url, pool_size=2)
-    try:
-        assert db.run(jobs.claim_tick, "blocking", 10, TICK, "crashed-host:1") is True  # never ended
-        assert jobs.run_once_per_tick(db, "blocking", 10, TICK + timedelta(seconds=15), lambda: "ran") is None
-        assert jobs.run_once_per_tick(db, "blocking", 10, TICK + timedelta(seconds=21), lambda: "ran") == "ran"
-    finally:
-        db.close()
+def test_a_crashed_run_lapses_after_two_intervals(db, sql):
+    assert db.run(jobs.claim_tick, "blocking", 10, TICK, "crashed-host:1") is True  # never ended
+    assert jobs.run_once_per_tick(db, "blocking", 10, TICK + timedelta(seconds=15), lambda: "ran") is None
+    assert jobs.run_once_per_tick(db, "blocking", 10, TICK + timedelta(seconds=21), lambda: "ran") == "ran"
 
 
-def test_a_run_overtaken_after_its_lease_leaves_the_new_claim_alone(database_url, sql):
-    db = Database(database_url, pool_size=2)
-    try:
-        def outlived():
-            # Two intervals later another host claims the tick; this run then ends.
-            assert db.run(jobs.claim_tick, "blocking", 10, TICK + timedelta(seconds=21), "other-host:2") is True
-            return "late"
+def test_a_run_overtaken_after_its_lease_leaves_the_new_claim_alone(db, sql):
+    def outlived():
+        # Two intervals later another host claims the tick; this run then ends.
+        assert db.run(jobs.claim_tick, "blocking", 10, TICK + timedelta(seconds=21), "other-host:2") is True
+        return "late"
 
-        assert jobs.run_once_per_tick(db, "blocking", 10, TICK, outlived) == "late"
-        row = sql.one("SELECT last_finished_at, lease_until, run_by FROM dialerapi_job_runs WHERE name = 'blocking'")
-        assert row == {"last_finished_at": None, "lease_until": TICK + timedelta(seconds=41), "run_by": "other-host:2"}
-    finally:
-        db.close()
+    assert jobs.run_once_per_tick(db, "blocking", 10, TICK, outlived) == "late"
+    row = sql.one("SELECT last_finished_at, lease_until, run_by FROM dialerapi_job_runs WHERE name = 'blocking'")
+    assert row == {"last_finished_at": None, "lease_until": TICK + timedelta(seconds=41), "run_by": "other-host:2"}
 
 
-def test_an_error_in_the_work_clears_the_lease(database_url, sql):
-    db = Database(database_url, pool_size=2)
-    try:
-        def fails():
-            raise RuntimeError("the sweep failed")
+def test_an_error_in_the_work_clears_the_lease(db, sql):
+    def fails():
+        raise RuntimeError("the sweep failed")
 
-        with pytest.raises(RuntimeError):
-            jobs.run_once_per_tick(db, "sweep", 60, TICK, fails)
-        assert sql.one("SELECT lease_until FROM dialerapi_job_runs WHERE name = 'sweep'")["lease_until"] is None
-        assert jobs.run_once_per_tick(db, "sweep", 60, TICK + timedelta(seconds=60), lambda: "ran") == "ran"
-    finally:
-        db.close()
+    with pytest.raises(RuntimeError):
+        jobs.run_once_per_tick(db, "sweep", 60, TICK, fails)
+    assert sql.one("SELECT lease_until FROM dialerapi_job_runs WHERE name = 'sweep'")["lease_until"] is None
+    assert jobs.run_once_per_tick(db, "sweep", 60, TICK + timedelta(seconds=60), lambda: "ran") == "ran"
