@@ -130,17 +130,20 @@ def claim_next(conn, agent_id, now):
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
-def claim_predictive(conn, now):
+def claim_predictive(conn, now, *, ahead=False):
     """Predictive claim: reserve the next due lead whose form_type some free agent has, or None.
 
     The customer is called first; `bridge` then picks the agent. Priorities are matched at bridge
-    time. None only when no lead of a free agent's skills is due and unreserved. Raises
-    NotClaimable with reason maintenance, or no_free_agent when no agent with a skill is free.
+    time. None only when no lead of a free agent's skills is due and unreserved. `ahead` (dial
+    ahead): agents on a call or in wrap-up count as free too, so a pacing rule can dial before an
+    agent comes free (the customer holds until `bridge` finds one); paused, outbound-blocked and
+    panel-inactive agents never count. Raises NotClaimable with reason maintenance, or
+    no_free_agent when no agent with a skill is free (or, with `ahead`, staffed).
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance:
         raise NotClaimable(MAINTENANCE)
-    skills = sorted({skill for agent in _free_agents(conn, now) for skill in agent["skills"]})
+    skills = sorted({skill for agent in _free_agents(conn, now, ahead=ahead) for skill in agent["skills"]})
     if not skills:
         raise NotClaimable(NO_FREE_AGENT)
     row = _lock_first_due(conn, skills, [], now, config)
@@ -149,9 +152,12 @@ def claim_predictive(conn, now):
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
-def _free_agents(conn, now):
-    return [with_lists(agent) for agent in queries.available_agents(conn)
-            if dialstate.unavailable_reason(agent, now) is None]
+def _free_agents(conn, now, *, ahead=False):
+    agents = [with_lists(agent) for agent in queries.available_agents(conn, ahead=ahead)]
+    if ahead:  # a call and a wrap-up end by themselves: judge the agent as if both were over
+        return [agent for agent in agents
+                if dialstate.unavailable_reason({**agent, "ami_idle": 1, "wrapup_until": None}, now) is None]
+    return [agent for agent in agents if dialstate.unavailable_reason(agent, now) is None]
 
 
 def bridge(conn, oli_id, now):

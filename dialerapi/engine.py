@@ -73,10 +73,10 @@ def once(conn, request_key, request, now, work):
 
 
 def claim(conn, request, now):
-    """POST /engine/claim: reserve a lead, or none. `request`: {mode, request_id, agent_id?, oli_id?}.
+    """POST /engine/claim: reserve a lead, or none. `request`: {mode, request_id, agent_id?, oli_id?, ahead?}.
 
     progressive: the next due lead for agent_id (claims.claim_next); predictive: one for the skills
-    of whoever is free (claims.claim_predictive); redial / inbound: oli_id for agent_id
+    of whoever is free, or with `ahead` staffed (claims.claim_predictive); redial / inbound: oli_id for agent_id
     (claims.claim_lead). Returns {"lead": lead_view or None}; None only when nothing the claim may
     take is due and unreserved. Raises agents.UnknownAgent, dialstate.UnknownLead,
     claims.NotClaimable, IdempotencyConflict. A refusal is not stored: its retry is decided anew.
@@ -86,7 +86,7 @@ def claim(conn, request, now):
         if mode == "progressive":
             row = claims.claim_next(conn, request["agent_id"], now)
         elif mode == "predictive":
-            row = claims.claim_predictive(conn, now)
+            row = claims.claim_predictive(conn, now, ahead=request.get("ahead", False))
         else:
             row = claims.claim_lead(conn, request["agent_id"], request["oli_id"], now, call_type=mode)
         return {"lead": row and lead_view(row)}

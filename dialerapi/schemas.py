@@ -396,10 +396,13 @@ class ProgressiveClaimSchema(ApiSchema):
 
 
 class PredictiveClaimSchema(ApiSchema):
-    """POST /engine/claim, mode predictive: {mode, request_id}: a lead for the skills of whoever is free."""
+    """POST /engine/claim, mode predictive: {mode, request_id, ahead?}: a lead for the skills of whoever is free."""
 
     mode = Text(required=True, validate=OneOf(["predictive"]))
     request_id = _request_id()
+    ahead = StrictBoolean(load_default=False, metadata={
+        "description": "Dial ahead: agents on a call or in wrap-up count as free too (the customer holds until "
+                       "a bridge finds one). Default false: only agents free now."})
 
 
 class NamedClaimSchema(ApiSchema):

@@ -319,6 +319,27 @@ def test_predictive_claims_nothing_without_a_free_agent_and_says_so(run, floor_a
     assert run(claims.claim_predictive, NOW) is None, "a free agent, but no lead of their skills is due"
 
 
+def test_a_dial_ahead_claim_counts_agents_on_a_call_or_in_wrap_up_but_never_paused_or_blocked(
+        run, floor_agent, lead_in, sql):
+    floor_agent(501, ami_idle=0)
+    floor_agent(502, skills=("credit_card",), wrapup_until=NOW + timedelta(seconds=30))
+    lead_in("HL")
+    lead_in("CC", form_type="credit_card")
+    with pytest.raises(claims.NotClaimable, match="^no_free_agent$"):
+        run(claims.claim_predictive, NOW)
+    assert {run(claims.claim_predictive, NOW, ahead=True)["oli_id"] for _ in range(2)} == {"HL", "CC"}
+    assert run(claims.bridge, "HL", NOW) is None, "the customer holds until an agent comes free"
+    sql("UPDATE sales_agents SET ami_idle = 1 WHERE id = 501")
+    assert run(claims.bridge, "HL", NOW) == 501
+
+    lead_in("HL2")
+    sql("UPDATE sales_agents SET ami_idle = 0, pause_code = 'tea' WHERE id = 501")
+    sql("UPDATE sales_agents SET outbound_blocked = 1 WHERE id = 502")
+    with pytest.raises(claims.NotClaimable, match="^no_free_agent$"):
+        run(claims.claim_predictive, NOW, ahead=True)
+    assert sql.lead("HL2")["isReserved"] == 0
+
+
 # --- the retry schedule ---------------------------------------------------------------------------------
 
 CONFIG = dialstate.DialerConfig(

@@ -151,6 +151,17 @@ def test_a_predictive_call_holds_and_ends_abandoned_when_nobody_is_free(call, fl
     assert settled["lead"]["dial_status"] == "Abandoned" and settled["lead"]["next_retry_at"] == "2026-11-21 11:00:00"
 
 
+def test_a_dial_ahead_claim_calls_the_customer_while_the_agent_is_still_on_a_call(call, floor, sql):
+    call("agent-state", {"agent_id": 501, "ami_idle": False})
+    assert call("claim", {"mode": "predictive", "request_id": "p-1"}) == (
+        409, {"ok": False, "error": "not_claimable", "reason": "no_free_agent"})
+    status, claimed = call("claim", {"mode": "predictive", "request_id": "p-2", "ahead": True})
+    assert status == 200 and claimed["lead"]["oli_id"] == "A" and sql.lead("A")["isReserved"] == 1
+    assert call("bridge", {"oli_id": "A", "request_id": "b-1"})[1]["agent_id"] is None, "holds until 501 is free"
+    call("agent-state", {"agent_id": 501, "ami_idle": True})
+    assert call("bridge", {"oli_id": "A", "request_id": "b-2"})[1]["agent_id"] == 501
+
+
 def test_bridge_needs_a_live_call(call, floor):
     assert call("bridge", {"oli_id": "A", "request_id": "b-1"}) == (409, {"ok": False, "error": "lead_not_live"})
     assert call("bridge", {"oli_id": "ghost", "request_id": "b-2"}) == (404, {"ok": False, "error": "unknown_oli_id"})
@@ -194,6 +205,7 @@ def test_settle_refusals(call, floor):
     ("claim", {"mode": "predictive"}, {"request_id"}),
     ("claim", {"mode": "predictive", "request_id": ""}, {"request_id"}),
     ("claim", {"mode": "predictive", "request_id": "x", "agentId": 501}, {"agentId"}),
+    ("claim", {"mode": "predictive", "request_id": "x", "ahead": "yes"}, {"ahead"}),
     ("bridge", {"oli_id": "A"}, {"request_id"}),
     ("call-connected", {"oli_id": "A", "agent_id": 501, "request_id": "x", "call_type": "inbound"}, {"call_type"}),
     ("settle", {"oli_id": "A", "outcome": "hung_up", "started_at": "2026-11-21 09:59"}, {"outcome"}),

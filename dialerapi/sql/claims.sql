@@ -68,15 +68,15 @@ SET panel_active = COALESCE(:panel_active, panel_active), ami_idle = COALESCE(:a
     wrapup_until = IF(:set_wrapup, :wrapup_until, wrapup_until)
 WHERE id = :agent_id;
 
--- name: available_agents()
+-- name: available_agents(ahead)
 -- Agents who could take a call if nothing else is known about the time (the caller checks wrap-up),
--- with their skills and allowed priorities (';'-separated).
+-- with their skills and allowed priorities (';'-separated). With :ahead, agents on a call too.
 SELECT a.*, GROUP_CONCAT(s.form_type ORDER BY s.form_type SEPARATOR ';') AS skills,
        (SELECT GROUP_CONCAT(p.priority_id ORDER BY p.priority_id SEPARATOR ';')
           FROM sales_agent_priorities AS p WHERE p.agent_id = a.id) AS priorities
 FROM sales_agents AS a
 JOIN sales_agent_skills AS s ON s.agent_id = a.id
-WHERE a.panel_active = 1 AND a.pause_code IS NULL AND a.ami_idle = 1
+WHERE a.panel_active = 1 AND a.pause_code IS NULL AND (a.ami_idle = 1 OR :ahead)
 GROUP BY a.id
 ORDER BY a.id;
 
