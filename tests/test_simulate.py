@@ -1,42 +1,98 @@
-"""`dialerapi simulate`: a short floor run against the test database (issue: the floor simulator)."""
+"""`dialerapi simulate` (issue #18): runs in their own schema, repeatable, scenarios, machine-readable output."""
 
-import re
+import csv
+import json
 
 import pytest
 
 from conftest import cli
+from dialerapi import simulate as sim
+from dialerapi.config import database_params
+
+SMALL = {"agents": 6, "leads": 150, "hours": 1.5, "pushed_callbacks": 0.1}
+
+
+def schemas_left(sql, database_url):
+    name = database_params(database_url)["database"]
+    return [row for row in sql("SHOW DATABASES") if row["Database"].startswith(f"{name}_sim_")]
+
+
+def test_two_runs_with_one_seed_give_identical_reports_and_leave_nothing_behind(database_url, sql, new_lead):
+    new_lead("REAL-1", form_type="home_loan")
+    real_before = sql.lead("REAL-1")
+    config_before = sql.one("SELECT * FROM sales_dialer_config")
+    predictive = sim.load_scenario(None, **SMALL, mode="predictive", pacing="abandon", seed=5,
+                                   dialer={"max_tries": 3, "retry_seconds": 600})
+    first = sim.replicate(database_url, predictive)
+    sim.replicate(database_url, sim.load_scenario(None, **SMALL, seed=9, days=2))  # a different run between
+    again = sim.replicate(database_url, predictive)
+    assert json.dumps(first, default=str) == json.dumps(again, default=str)
+    assert first["kpis"]["calls"]["mean"] > 100 and first["kpis"]["abandoned"]["mean"] > 0
+
+    assert sql.lead("REAL-1") == real_before, "the simulator never touches the service's own leads"
+    assert sql.one("SELECT * FROM sales_dialer_config") == config_before, "the scenario's config is the run's own"
+    assert sql("SELECT * FROM sales_agents") == [] and sql("SELECT * FROM sales_missed_activities") == []
+    assert schemas_left(sql, database_url) == [], "each run's schema is dropped"
+
+
+def test_a_scenario_file_with_options_over_it_answers_in_json_and_csv_with_intervals(database_url, tmp_path):
+    scenario = tmp_path / "campaign.toml"
+    scenario.write_text('agents = 4\nleads = 120\nhours = 1\ndays = 3\ntalk_seconds = {exponential = 150}\n'
+                        '[dialer]\nmax_tries = 2\nretry_pattern = "1"\nretry_seconds = 900\n')
+    chart = tmp_path / "campaign.png"
+    result = cli(database_url, "simulate", "--scenario", str(scenario), "--agents", "5", "--replications", "2",
+                 "--json", "-", "--csv", str(tmp_path / "csv"), "--chart", str(chart))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["replications"] == 2 and report["scenario"]["agents"] == 5, "the option overrides the file"
+    assert report["scenario"]["dialer"]["max_tries"] == 2 and report["scenario"]["days"] == 3
+    calls = report["kpis"]["calls"]
+    assert calls["ci95_low"] <= calls["mean"] <= calls["ci95_high"] and len(calls["values"]) == 2
+    assert [run["seed"] for run in report["runs"]] == [1, 2]
+    for run in report["runs"]:
+        assert max(run["tries_per_lead"], key=int) in ("1", "2"), "retry_pattern 1 a day, max_tries 2"
+        days = {row["hour"][:10] for row in run["hours"]}
+        assert days == {"2026-01-05", "2026-01-06", "2026-01-07"}, "three working days"
+        assert sum(run["final_status"].values()) == 120
+    hours = report["hours"]
+    assert {"calls", "contacts", "talk_minutes", "wrap_minutes", "idle_minutes", "blocked_minutes",
+            "retry_backlog", "penetration"} <= set(hours[0])
+    agent_rows = list(csv.DictReader((tmp_path / "csv" / "agents.csv").open()))
+    assert len(agent_rows) == 10 and {"talk_minutes", "blocked_minutes", "skills"} <= set(agent_rows[0])
+    assert {row["name"] for row in csv.DictReader((tmp_path / "csv" / "kpis.csv").open())} >= {"calls", "occupancy"}
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("engine", ["library", "http"])
-def test_a_short_simulated_floor(database_url, sql, tmp_path, new_lead, engine):
-    new_lead("REAL-1", form_type="home_loan")
-    real_before = sql.lead("REAL-1")
-    chart = tmp_path / "day.png"
-    result = cli(database_url, "simulate", "--agents", "6", "--leads", "120", "--hours", "1.5", "--speed", "0",
-                 "--seed", "3", "--chart", str(chart), "--engine", engine)
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
-    calls = int(re.search(rf"engine {engine}: (\d+) calls", out).group(1))
-    assert calls > 50
-    for heading in ("final dial_status", "attempts per lead", "callbacks honoured on time", "minutes agents were blocked"):
-        assert heading in out
+def test_a_kept_run_shows_the_rules_at_work(database_url, sql, engine):
+    report = sim.replicate(database_url, sim.load_scenario(None, **SMALL, engine=engine, seed=3), keep=True)
+    kept = schemas_left(sql, database_url)
+    assert len(kept) == 1
+    schema = kept[0]["Database"]
+    try:
+        def count(statement):
+            return sql(statement.replace("{s}", f"`{schema}`"))[0]["n"]
 
-    leads = sql("SELECT * FROM sales_master WHERE oli_id LIKE 'SIM%%'")
-    assert len(leads) == 120
-    assert not [lead for lead in leads if lead["isReserved"]], "no simulated lead is left live"
-    statuses = {lead["dial_status"] for lead in leads}
-    assert {"Not Connected", "Callback", "Disposed"} <= statuses
-    table = dict(re.findall(r"^(Pending|Callback|Not Connected|Disposed|Rejected|Received|Abandoned)\s+(\d+)$", out, re.M))
-    assert sum(map(int, table.values())) == 120
+        run = report["runs"][0]
+        assert count("SELECT COUNT(*) AS n FROM {s}.sales_call_attempts") == run["kpis"]["calls"]
+        assert count("SELECT COUNT(*) AS n FROM {s}.sales_master WHERE isReserved = 1") == 0
+        assert count("SELECT COUNT(*) AS n FROM {s}.sales_pending_actions WHERE status = 'applied'"
+                     " AND applied_at > created_at") > 0, "CRM actions held during live calls, applied at settle"
+        assert count("SELECT COUNT(*) AS n FROM {s}.sales_missed_activities") == run["kpis"]["contacts"]
+        through_http = count("SELECT COUNT(*) AS n FROM {s}.dialerapi_engine_replies WHERE request_key LIKE 'claim:%%'")
+        assert (through_http > 0) == (engine == "http")
+    finally:
+        sql(f"DROP DATABASE `{schema}`")
 
-    attempts = sql("SELECT COUNT(*) AS n FROM sales_call_attempts WHERE oli_id LIKE 'SIM%%'")[0]["n"]
-    assert attempts == calls
-    held = sql("SELECT COUNT(*) AS n FROM sales_pending_actions WHERE oli_id LIKE 'SIM%%' AND status = 'applied'"
-               " AND applied_at > created_at")[0]["n"]
-    assert held > 0, "some CRM actions arrived during live calls and were applied at settle"
-    assert sql("SELECT * FROM sales_agents WHERE id > 900000") == [], "simulated agents are removed"
-    assert sql("SELECT COUNT(*) AS n FROM sales_missed_activities WHERE oli_id LIKE 'SIM%%'")[0]["n"] > 0
-    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    through_http = sql("SELECT COUNT(*) AS n FROM dialerapi_engine_replies WHERE request_key LIKE 'settle:SIM%%'")[0]["n"]
-    assert through_http == (calls if engine == "http" else 0), "the http engine settles every call through /engine/"
-    assert sql.lead("REAL-1") == real_before, "the simulator never touches a lead it did not push"
+
+@pytest.mark.parametrize("options, field", [
+    (["--skills", '{"home_loan": 3}'], "skills"),
+    (["--during-call", "0.9", "--files-outcome", "0.5"], "during_call"),
+    (["--talk-seconds", "[300, 60]"], "talk_seconds"),
+    (["--retry-pattern", "4;4"], "retry_pattern"),
+    (["--agents", "0"], "--agents"),
+])
+def test_a_bad_scenario_is_refused_before_any_work_naming_the_field(database_url, sql, options, field):
+    result = cli(database_url, "simulate", *options)
+    assert result.returncode == 2 and field in result.stderr, result.stderr
+    assert schemas_left(sql, database_url) == []

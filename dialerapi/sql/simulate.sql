@@ -1,18 +1,41 @@
--- Read-only summaries of a simulator run (simulate.py); its leads share an oli_id prefix.
+-- The floor simulator (dialerapi/simulate/): every query runs in the run's own schema.
 
--- name: sim_status_counts(prefix)
-SELECT dial_status, COUNT(*) AS n FROM sales_master WHERE oli_id LIKE :prefix GROUP BY dial_status;
+-- name: sim_set_dialer_config(retry_pattern, retry_seconds, max_tries, work_start, work_end, outbound_obey_work_hours)!
+UPDATE sales_dialer_config
+SET retry_pattern = :retry_pattern, retry_seconds = :retry_seconds, max_tries = :max_tries,
+    work_start = :work_start, work_end = :work_end, outbound_obey_work_hours = :outbound_obey_work_hours,
+    isMaintainance = 0
+WHERE id = 1;
 
--- name: sim_attempts_per_lead(prefix)
--- Attempts come from sales_call_attempts: a CRM callback resets call_count.
-SELECT attempts, COUNT(*) AS n FROM (
-  SELECT m.id, COUNT(a.id) AS attempts
+-- name: sim_status_counts(max_tries_remark)
+-- Final statuses; Disposed is split by who disposed the lead: the CRM, or the dialer at max tries.
+SELECT CASE WHEN dial_status = 'Disposed' AND disposeRemark = :max_tries_remark THEN 'Disposed (max tries)'
+            WHEN dial_status = 'Disposed' THEN 'Disposed (CRM)'
+            ELSE dial_status END AS status,
+       COUNT(*) AS n
+FROM sales_master GROUP BY status ORDER BY status;
+
+-- name: sim_call_counts()
+-- call_count: tries of the lead's current sequence, the ones max_tries counts (a CRM callback resets it).
+SELECT call_count AS tries, COUNT(*) AS n FROM sales_master GROUP BY call_count ORDER BY call_count;
+
+-- name: sim_calls_per_lead()
+-- Every settled call of each lead, originate failures and callback calls included.
+SELECT calls, COUNT(*) AS n FROM (
+  SELECT m.id, COUNT(a.id) AS calls
   FROM sales_master AS m LEFT JOIN sales_call_attempts AS a ON a.lead_id = m.id
-  WHERE m.oli_id LIKE :prefix
   GROUP BY m.id
 ) AS per_lead
-GROUP BY attempts
-ORDER BY attempts;
+GROUP BY calls ORDER BY calls;
 
--- name: sim_blocked_agents(low, high)$
-SELECT COUNT(*) FROM sales_agents WHERE outbound_blocked = 1 AND id BETWEEN :low AND :high;
+-- name: sim_hour_state(now)^
+-- At an hour's end: leads whose retry is due and not yet dialed, and leads dialed at least once.
+SELECT
+  COALESCE(SUM(isReserved = 0 AND dial_status IN ('Not Connected', 'Abandoned') AND next_retry_at <= :now), 0)
+    AS retry_backlog,
+  COALESCE(SUM(first_attempt_at IS NOT NULL), 0) AS dialed,
+  COUNT(*) AS leads
+FROM sales_master;
+
+-- name: sim_blocked_agents()
+SELECT id FROM sales_agents WHERE outbound_blocked = 1 ORDER BY id;

@@ -1,0 +1,70 @@
+"""A floor simulator: a campaign played on a virtual clock against the real rules, in its own schema.
+
+`dialerapi simulate` (cli.py) loads a Scenario (scenario.py), and `replicate` plays it K times
+(seeds seed .. seed+K-1). Each run creates its own schema next to the service's database
+(sandbox.py), pushes its leads through POST /api/leads, adds its agents, plays the floor
+(floor.py) with a Python or HTTP engine (engines.py), and drops the schema, so runs never see each
+other and the live floor never sees them. report.py turns runs into figures with 95% intervals;
+theory.py is what the tests hold them to. README "The floor simulator" defines every input and
+figure.
+"""
+
+import logging
+import random
+import secrets
+from dataclasses import replace
+
+from .. import clock, create_app, dialstate
+from ..db import queries
+from ..observability import access_log as ACCESS_LOG
+from .floor import Floor
+from .report import combine, run_result
+from .sandbox import SandboxError, sandbox
+from .scenario import Scenario, ScenarioSchema, load_scenario, read_file
+
+__all__ = ["Scenario", "ScenarioSchema", "SandboxError", "load_scenario", "read_file", "replicate", "run"]
+
+
+def run(database_url, scenario, *, keep=False):
+    """Play one run of `scenario` in a new schema beside `database_url`'s; return its figures
+    (report.run_result). Raises
+    SandboxError when the schema cannot be created, RuntimeError when the API refuses the floor."""
+    with sandbox(database_url, scenario.to_json()["dialer"], keep) as url:
+        # Rate limits count real seconds, which a compressed day would trip with ordinary CRM
+        # traffic; no request leaves the process, so the keys are the run's own.
+        app = create_app({"DATABASE_URL": url, "JOBS_ENABLED": False, "RATELIMIT_ENABLED": False,
+                          "WS_SECRET": secrets.token_urlsafe(24), "ENGINE_SECRET": secrets.token_urlsafe(24),
+                          "MISSED_ACTIVITY_GRACE_MINUTES": str(scenario.grace_minutes), "LOG_LEVEL": "WARNING"})
+        floor = Floor(app, scenario, random.Random(scenario.seed))
+        previous = clock.set_utc_source(lambda: floor.utc)
+        access_level = ACCESS_LOG.level
+        ACCESS_LOG.setLevel(logging.WARNING)  # a line per simulated request would bury the summary
+        try:
+            floor.play()
+            return run_result(floor, floor.db.run(_database_counts, floor.now))
+        finally:
+            clock.set_utc_source(previous)
+            ACCESS_LOG.setLevel(access_level)
+            floor.db.close()
+
+
+def _database_counts(conn, now):
+    state = queries.sim_hour_state(conn, now=now)
+    return {
+        "final_status": {row["status"]: int(row["n"]) for row in
+                         queries.sim_status_counts(conn, max_tries_remark=dialstate.MAX_TRIES_REMARK)},
+        "tries_per_lead": {int(row["tries"]): int(row["n"]) for row in queries.sim_call_counts(conn)},
+        "calls_per_lead": {int(row["calls"]): int(row["n"]) for row in queries.sim_calls_per_lead(conn)},
+        "dialed": int(state["dialed"]), "leads": int(state["leads"]),
+    }
+
+
+def replicate(database_url, scenario, replications=1, *, keep=False, done=None):
+    """`replications` runs of `scenario`, seeds scenario.seed, +1, ...; returns report.combine's report.
+    `done(run)` is called with each run's figures as it ends."""
+    runs = []
+    for k in range(replications):
+        runs.append(run(database_url, replace(scenario, seed=scenario.seed + k), keep=keep))
+        if done:
+            done(runs[-1])
+    return combine(scenario, runs)

@@ -1,0 +1,109 @@
+"""The two ways the simulated dialing engine reaches the rules: the Python library, or POST /engine/.
+
+Both answer the floor (floor.py) in the same shapes: `claim`/`claim_predictive` return
+(Claimed or None, refusal reason or None), `bridge` the agent id or None.
+"""
+
+from dataclasses import dataclass
+
+from .. import agents, claims, clock, dialstate
+
+
+@dataclass
+class Claimed:
+    oli_id: str
+    previous_dial_status: str
+    callback_scheduled_at: object  # naive DB_TIMEZONE datetime or None
+
+
+class LibraryEngine:
+    """An engine written in Python: the claims, agents and dialstate functions, each in a transaction."""
+
+    name = "library"
+
+    def __init__(self, floor):
+        self.floor = floor
+        self.db = floor.db
+
+    def state(self, agent_id, *, panel_active=None, ami_idle=None, wrapup_seconds=None):
+        floor = self.floor
+        wrapup_until = claims.KEEP if wrapup_seconds is None else claims.wrapup_until(wrapup_seconds, floor.now, floor.tz)
+        self.db.run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
+                    wrapup_until=wrapup_until)
+
+    def _claimed(self, work, *args):
+        try:
+            row = self.db.run(work, *args)
+        except claims.NotClaimable as refusal:
+            return None, refusal.reason
+        return (row and Claimed(row["oli_id"], row["previous_dial_status"], row["callback_scheduled_at"])), None
+
+    def claim(self, agent_id):
+        return self._claimed(claims.claim_next, agent_id, self.floor.now)
+
+    def claim_predictive(self, ahead):
+        return self._claimed(lambda conn: claims.claim_predictive(conn, self.floor.now, ahead=ahead))
+
+    def bridge(self, oli_id):
+        return self.db.run(claims.bridge, oli_id, self.floor.now)
+
+    def connected(self, oli_id, agent_id):
+        self.db.run(agents.open_missed_activity, oli_id, agent_id, self.floor.now, self.floor.tz)
+
+    def settle(self, oli_id, outcome, agent_id, started_at):
+        config = self.floor.app.config
+        self.db.run(dialstate.settle, oli_id, outcome, self.floor.now, tz=self.floor.tz,
+                    grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"], release_retry_ms=config["RELEASE_RETRY_MS"],
+                    agent_id=agent_id, started_at=started_at)
+
+
+class HttpEngine:
+    """An engine in any language: every operation a POST to /engine/ with ENGINE_SECRET, as JSON."""
+
+    name = "http"
+
+    def __init__(self, floor):
+        self.floor = floor
+        self.headers = {"Authorization": f"Bearer {floor.app.config['ENGINE_SECRET']}"}
+        self.requests = 0
+
+    def _post(self, operation, body, expect=(200,)):
+        self.requests += 1
+        if operation != "agent-state" and operation != "settle":
+            body = {**body, "request_id": f"sim-{self.requests}"}
+        return self.floor.http(f"/engine/{operation}", body, expect=expect, headers=self.headers).get_json()
+
+    def state(self, agent_id, **fields):
+        self._post("agent-state", {"agent_id": agent_id, **{k: v for k, v in fields.items() if v is not None}})
+
+    def _claimed(self, body):
+        answer = self._post("claim", body, expect=(200, 409))
+        if not answer["ok"]:
+            return None, answer.get("reason", answer["error"])
+        lead = answer["lead"]
+        if lead is None:
+            return None, None
+        due = lead["callback_scheduled_at"]
+        return Claimed(lead["oli_id"], lead["previous_dial_status"],
+                       due and clock.parse_wall_clock(due, self.floor.tz)), None
+
+    def claim(self, agent_id):
+        return self._claimed({"mode": "progressive", "agent_id": agent_id})
+
+    def claim_predictive(self, ahead):
+        return self._claimed({"mode": "predictive", "ahead": ahead})
+
+    def bridge(self, oli_id):
+        return self._post("bridge", {"oli_id": oli_id})["agent_id"]
+
+    def connected(self, oli_id, agent_id):
+        self._post("call-connected", {"oli_id": oli_id, "agent_id": agent_id})
+
+    def settle(self, oli_id, outcome, agent_id, started_at):
+        body = {"oli_id": oli_id, "outcome": outcome, "started_at": clock.format_wall_clock(started_at)}
+        if agent_id is not None:
+            body["agent_id"] = agent_id
+        self._post("settle", body)
+
+
+ENGINES = {engine.name: engine for engine in (LibraryEngine, HttpEngine)}

@@ -1,0 +1,529 @@
+"""The floor: agents, customers, the dialing engine and the CRM as a discrete-event simulation.
+
+Time is a virtual clock in whole seconds (the service's one clock, decisions.md D2, is pointed at
+it for the run). Every event (a dial, an answer, a hangup, the end of a wrap-up, a CRM filing, a
+customer giving up, a job run) happens at its exact second; nothing waits for a tick. What the
+floor does between events is the modelling, stated in README "The floor simulator":
+
+- Progressive: a free agent claims (`claim_next`); the call rings `ring_seconds` (0 for an
+  originate failure), an answered call talks `talk_seconds`; wrap-up follows answered calls (or
+  every call with wrapup_after = every). An agent whose claim finds nothing due, or who is blocked,
+  tries again after `claim_retry_seconds` (at once when a filing unblocks them).
+- Predictive: the pacing rule dials (`claim_predictive`), the customer rings, an answered customer
+  waits in one queue (first come, first bridged) until `bridge` finds a free agent, or gives up
+  after `patience_seconds` (settled `abandoned`). Pacing rules: `ratio` keeps dial_ratio x free
+  agents ringing or waiting; `abandon` moves that ratio each minute toward `target_abandon`;
+  `rate` dials at Poisson moments, `calls_per_hour`, dialing ahead (the Erlang-A case).
+- CRM: one draw per call that reached an agent: filed while the call is live (`during_call`),
+  within the grace window after it (the rest of `files_outcome`), or late (the agent forgets, is
+  blocked after the grace window and files `late_filing_minutes` after it).
+- Jobs: the blocking job every 10 s and the sweep every 60 s (jobs.py), while the floor is open
+  or calls are live.
+"""
+
+import heapq
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .. import agents, clock, dialstate
+from ..actions import sweep
+from ..db import queries
+from ..jobs import BLOCKING_SECONDS, SWEEP_SECONDS
+from .engines import ENGINES
+
+STATES = ("ringing", "talk", "wrap", "idle", "blocked")
+ON_TIME_SECONDS = 300
+PACE_SECONDS = 5
+ADAPT_SECONDS = 60
+ADAPT_WINDOW_SECONDS = 900
+RATIO_BOUNDS = (1.0, 3.0)
+SETUP_SECONDS = 600  # the clock starts this long before the first day opens: leads and agents arrive
+PUSH_BATCH = 500
+DISPOSITIONS = ("Not Intrested", "Invalid Lead", "Language Barrier", "DND")
+
+
+@dataclass
+class Agent:
+    id: int
+    skills: list
+    state: str = "off"
+    since: int = 0
+    blocked: bool = False
+    poll: int = 0
+    calls: int = 0
+    contacts: int = 0
+    seconds: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class Call:
+    oli_id: str
+    outcome: str
+    dialed_at: int
+    started_at: datetime
+    agent: Agent | None = None
+    answered_at: int | None = None
+    token: int = 0
+    filing: str | None = None
+
+
+class Floor:
+    """One run of a Scenario against the app `app` (whose database is the run's own schema)."""
+
+    def __init__(self, app, scenario, rng):
+        self.app = app
+        self.db = app.extensions["dialerapi.db"]
+        self.tz = app.config["DB_TIMEZONE"]
+        self.client = app.test_client()
+        self.headers = {"X-API-Key": app.config["WS_SECRET"]}
+        self.scenario = scenario
+        self.rng = rng
+        self.engine = ENGINES[scenario.engine](self)
+        dialer = scenario.dialer
+        self.dialer = dialer
+        first_open = clock.instant(datetime.combine(scenario.start_date, dialer["work_start"]), self.tz)
+        self.base = first_open - timedelta(seconds=SETUP_SECONDS)
+        self.t = 0
+        self.days = [self._day(d) for d in range(scenario.days)]
+        self.events = []
+        self.sequence = 0
+        self.open = False
+        self.jobs_running = False
+        self.agents = {}
+        self.live = set()
+        self.queue = deque()
+        self.ringing = 0
+        self.job_runs = 0
+        self.ratio = scenario.dial_ratio
+        self.answers = deque()  # (second, abandoned) of predictive answers, for the abandon pacing rule
+        self.next_arrival = None
+        self.callbacks = {}  # oli_id -> callback_scheduled_at (wall clock) not yet dialed
+        self.count = Counter()
+        self.outcomes = Counter()
+        self.waits = []
+        self.callback_lateness = []
+        self.hours = {}
+        self.snapshots = []
+
+    # --- time ------------------------------------------------------------------------------------------
+
+    @property
+    def utc(self):
+        return self.base + timedelta(seconds=self.t)
+
+    @property
+    def now(self):
+        return clock.wall(self.utc, self.tz)
+
+    def _second(self, wall):
+        return int((clock.instant(wall, self.tz) - self.base).total_seconds())
+
+    def _day(self, d):
+        day = self.scenario.start_date + timedelta(days=d)
+        opens = self._second(datetime.combine(day, self.dialer["work_start"]))
+        if self.scenario.hours:
+            length = int(self.scenario.hours * 3600)
+        else:
+            closes = self._second(datetime.combine(day, self.dialer["work_end"]))
+            length = closes - opens if closes > opens else closes + 86400 - opens
+        return opens, opens + length
+
+    def at(self, second, work, *args):
+        self.sequence += 1
+        heapq.heappush(self.events, (max(second, self.t), self.sequence, work, args))
+
+    def hour(self, second=None):
+        """The label of the wall-clock hour holding `second` (default now): "2026-01-05 09:00"."""
+        moment = clock.wall(self.base + timedelta(seconds=self.t if second is None else second), self.tz)
+        return f"{moment:%Y-%m-%d %H}:00"
+
+    def bucket(self, second=None):
+        label = self.hour(second)
+        if label not in self.hours:
+            self.hours[label] = {"hour": label, "calls": 0, "answered": 0, "contacts": 0, "abandoned": 0,
+                                 "agent_seconds": Counter()}
+        return self.hours[label]
+
+    # --- the run -----------------------------------------------------------------------------------------
+
+    def play(self):
+        """Set up, then run every event in time order until the last day closes and its calls end."""
+        self._setup()
+        for number, (opens, closes) in enumerate(self.days):
+            self.at(opens, self._open)
+            self.at(closes, self._close, number == len(self.days) - 1)
+        self.finished = False
+        while self.events and not self.finished:
+            second, _, work, args = heapq.heappop(self.events)
+            self.t = second
+            work(*args)
+        for agent in self.agents.values():
+            self._set_state(agent, "off")
+        self.count["unfiled_at_end"] = sum(1 for event in self.events if event[2] == self._file_late)
+        self._snapshot()
+
+    def _setup(self):
+        scenario = self.scenario
+        self.config = self.db.run(dialstate.load_config)
+        form_types = [t for t, weight in scenario.form_types.items() if weight > 0]
+        for number in range(1, scenario.agents + 1):
+            self.agents[number] = Agent(number, [])
+        if scenario.skills == "all":
+            for agent in self.agents.values():
+                agent.skills = list(form_types)
+        else:
+            offset = 0
+            for form_type, n in scenario.skills.items():
+                for k in range(n):
+                    self.agents[(offset + k) % scenario.agents + 1].skills.append(form_type)
+                offset += n
+        for agent in self.agents.values():
+            self.db.run(agents.save_agent, agent.id, str(1000 + agent.id), f"Sim agent {agent.id}", agent.skills, [])
+        weights = [scenario.form_types[t] for t in form_types]
+        leads = []
+        for n in range(1, scenario.leads + 1):
+            lead = {"oli_id": f"SIM-{n}", "phone_number": f"9{self.rng.randint(0, 999999999):09d}",
+                    "client_name": f"Sim lead {n}", "form_type": self.rng.choices(form_types, weights)[0],
+                    "priority_id": 2}
+            if self.rng.random() < scenario.pushed_callbacks:
+                due = clock.after(self.now, timedelta(seconds=SETUP_SECONDS + self.rng.randint(0, 4 * 3600)), self.tz)
+                lead.update(priority_id=1, callback_scheduled_at=f"{due:%Y-%m-%d %H:%M:%S}")
+                self.callbacks[lead["oli_id"]] = due
+            leads.append(lead)
+        for start in range(0, len(leads), PUSH_BATCH):
+            self.http("/api/leads", {"leads": leads[start:start + PUSH_BATCH]}, expect=(201,))
+
+    def http(self, path, body, expect, headers=None):
+        """POST through the app's own request path; raise RuntimeError on a status not in `expect`."""
+        response = self.client.post(path, json=body, headers=headers or self.headers)
+        if response.status_code not in expect:
+            raise RuntimeError(f"{path} answered {response.status_code}: {response.get_data(as_text=True)[:300]}")
+        return response
+
+    def _open(self):
+        self.open = True
+        for agent in self.agents.values():
+            self.engine.state(agent.id, panel_active=True, ami_idle=True, wrapup_seconds=0)
+            self._set_state(agent, "idle")
+        if not self.jobs_running:
+            self.jobs_running = True
+            self.at(self.t, self._jobs)
+        self.at(self._next_hour(), self._hour_mark)
+        if self.scenario.mode == "progressive":
+            for agent in self.agents.values():
+                self._claim(agent)
+        else:
+            self.at(self.t, self._pace_tick)
+            if self.scenario.pacing == "abandon":
+                self.at(self.t + ADAPT_SECONDS, self._adapt)
+            if self.scenario.pacing == "rate":
+                self.next_arrival = float(self.t)
+                self._schedule_arrival()
+
+    def _close(self, last):
+        self.open = False
+        for agent in self.agents.values():
+            if agent.state == "idle":
+                agent.poll += 1
+                self._set_state(agent, "off")
+        for call in list(self.queue):  # nobody will answer them now: the customers hang up
+            self._abandon(call, call.token)
+        self._snapshot()
+        self.last_day_closed = last
+        self._maybe_finish()
+
+    def _maybe_finish(self):
+        if getattr(self, "last_day_closed", False) and not self.live and not self.queue:
+            self.finished = True
+
+    def _next_hour(self):
+        moment = self.now.replace(minute=0, second=0) + timedelta(hours=1)
+        return self._second(moment)
+
+    def _hour_mark(self):
+        self._snapshot()
+        if self.open:
+            self.at(self._next_hour(), self._hour_mark)
+
+    def _snapshot(self):
+        for agent in self.agents.values():
+            self._set_state(agent, agent.state)
+        state = self.db.run(queries.sim_hour_state, now=self.now)
+        statuses = self.db.run(lambda conn: list(queries.sim_status_counts(conn, max_tries_remark=dialstate.MAX_TRIES_REMARK)))
+        label = self.hour(self.t - 1)
+        if label in self.hours:
+            self.hours[label].update(retry_backlog=int(state["retry_backlog"]),
+                                     penetration=round(int(state["dialed"]) / max(1, int(state["leads"])), 4))
+        self.snapshots.append((self.now, {row["status"]: int(row["n"]) for row in statuses}))
+
+    # --- agents --------------------------------------------------------------------------------------
+
+    def _set_state(self, agent, state):
+        """Account the agent's time since the last change to its state, split by wall-clock hour."""
+        shown = "blocked" if agent.state == "idle" and agent.blocked else agent.state
+        start = agent.since
+        while start < self.t and shown != "off":
+            end = min(self.t, self._second(datetime.strptime(self.hour(start), "%Y-%m-%d %H:%M")
+                                           + timedelta(hours=1)))
+            self.bucket(start)["agent_seconds"][shown] += end - start
+            agent.seconds[shown] += end - start
+            start = end
+        agent.state, agent.since = state, self.t
+
+    def _set_blocked(self, agent, blocked):
+        if agent.blocked != blocked:
+            self._set_state(agent, agent.state)
+            agent.blocked = blocked
+            if not blocked and agent.state == "idle":
+                self._free(agent)
+
+    def _jobs(self):
+        """The blocking job every BLOCKING_SECONDS, the sweep every SWEEP_SECONDS, while anyone works."""
+        changed = self.db.run(agents.refresh_blocking, self.now, self.tz)
+        for agent_id, blocked in sorted(changed.items()):
+            self._set_blocked(self.agents[agent_id], blocked)
+        self.job_runs += 1
+        if self.job_runs % (SWEEP_SECONDS // BLOCKING_SECONDS) == 0:
+            sweep(self.db, self.now, self.tz)
+        if self.open or self.live:
+            self.at(self.t + BLOCKING_SECONDS, self._jobs)
+        else:
+            self.jobs_running = False
+
+    def _free(self, agent):
+        """The agent is done with a call (and its wrap-up), or was unblocked: take the next one."""
+        if not self.open:
+            self._set_state(agent, "off")
+            return
+        if agent.state != "idle":
+            self._set_state(agent, "idle")
+        if self.scenario.mode == "progressive":
+            self._claim(agent)
+        else:
+            self._bridge_waiting()
+            self._pace()
+
+    # --- progressive ---------------------------------------------------------------------------------
+
+    def _claim(self, agent):
+        if not self.open or agent.state != "idle":
+            return
+        claimed, refusal = self.engine.claim(agent.id)
+        if claimed is None:
+            if refusal == "outbound_blocked":
+                self._set_blocked(agent, True)
+            agent.poll += 1
+            self.at(self.t + self.scenario.claim_retry_seconds, self._poll, agent, agent.poll)
+            return
+        self.engine.state(agent.id, ami_idle=False)
+        self._dial(claimed, agent)
+
+    def _poll(self, agent, token):
+        if token == agent.poll:
+            self._claim(agent)
+
+    # --- calls -----------------------------------------------------------------------------------------
+
+    def _dial(self, claimed, agent=None):
+        scenario = self.scenario
+        due = self.callbacks.pop(claimed.oli_id, None)
+        if claimed.previous_dial_status == dialstate.CALLBACK and due is not None:
+            self.callback_lateness.append((self.t - self._effective_due(due)))
+        outcome = self.rng.choices(list(scenario.outcomes), weights=list(scenario.outcomes.values()))[0]
+        call = Call(claimed.oli_id, outcome, self.t, self.now, agent)
+        self.live.add(call.oli_id)
+        self.ringing += 1
+        self.count["dialed"] += 1
+        self.bucket()["calls"] += 1
+        if agent:
+            self._set_state(agent, "ringing")
+        ring = 0 if outcome == "originate_failed" else scenario.ring_seconds.sample(self.rng)
+        self.at(self.t + ring, self._answer if outcome == "answered" else self._hangup, call)
+
+    def _answer(self, call):
+        call.answered_at = self.t
+        self.ringing -= 1
+        self.count["answered"] += 1
+        self.bucket()["answered"] += 1
+        if call.agent:
+            self._connect(call)
+            return
+        self.queue.append(call)
+        if self.scenario.patience_seconds is not None:
+            self.at(self.t + self.scenario.patience_seconds.sample(self.rng), self._abandon, call, call.token)
+        self._bridge_waiting()
+
+    def _connect(self, call):
+        """The customer is through to the call's agent: talk, and decide when the outcome is filed."""
+        scenario = self.scenario
+        agent = call.agent
+        self.engine.connected(call.oli_id, agent.id)
+        self._set_state(agent, "talk")
+        agent.contacts += 1
+        self.count["contacts"] += 1
+        self.bucket()["contacts"] += 1
+        talk = scenario.talk_seconds.sample(self.rng)
+        draw = self.rng.random()
+        if draw < scenario.during_call:
+            call.filing = "during"
+            self.at(self.t + self.rng.randint(0, max(0, talk - 1)), self._file, call.oli_id)
+        elif draw < scenario.files_outcome:
+            call.filing = "after"
+        else:
+            call.filing = "late"
+        self.count[f"filed_{call.filing}"] += 1
+        self.at(self.t + talk, self._hangup, call)
+
+    def _bridge_waiting(self):
+        while self.queue:
+            call = self.queue[0]
+            agent_id = self.engine.bridge(call.oli_id)
+            if agent_id is None:
+                return
+            self.queue.popleft()
+            call.token += 1
+            call.agent = self.agents[agent_id]
+            self._wait_ended(call, abandoned=False)
+            self._connect(call)
+
+    def _abandon(self, call, token):
+        if token != call.token:
+            return
+        call.token += 1
+        self.queue.remove(call)
+        self._wait_ended(call, abandoned=True)
+        call.outcome = "abandoned"
+        self.count["abandoned"] += 1
+        self.bucket()["abandoned"] += 1
+        self._hangup(call)
+
+    def _wait_ended(self, call, abandoned):
+        self.waits.append(self.t - call.answered_at)
+        self.answers.append((self.t, abandoned))
+
+    def _hangup(self, call):
+        scenario = self.scenario
+        agent = call.agent
+        self.engine.settle(call.oli_id, call.outcome, agent.id if agent else None, call.started_at)
+        self.live.discard(call.oli_id)
+        if call.answered_at is None:
+            self.ringing -= 1
+        self.outcomes[call.outcome] += 1
+        grace = scenario.grace_minutes * 60
+        if call.filing == "after":
+            self.at(self.t + self.rng.randint(0, max(0, grace - 1)), self._file, call.oli_id)
+        elif call.filing == "late":
+            late = grace + int(round(scenario.late_filing_minutes.sample(self.rng) * 60))
+            self.at(self.t + late, self._file_late, call.oli_id)
+        if agent:
+            agent.calls += 1
+            reached = call.answered_at is not None
+            wrap = scenario.wrapup_seconds.sample(self.rng) if reached or scenario.wrapup_after == "every" else 0
+            self.engine.state(agent.id, ami_idle=True, wrapup_seconds=wrap)
+            if wrap:
+                self._set_state(agent, "wrap")
+                self.at(self.t + wrap, self._free, agent)
+            else:
+                self._free(agent)
+        elif self.scenario.mode == "predictive":
+            self._pace()
+        self._maybe_finish()
+
+    # --- the CRM ---------------------------------------------------------------------------------------
+
+    def _file(self, oli_id):
+        scenario = self.scenario
+        if self.rng.random() < scenario.callback_share:
+            minutes = scenario.callback_in_minutes.sample(self.rng)
+            when = clock.after(self.now, timedelta(minutes=minutes), self.tz)
+            self.http("/api/pending-callbacks", {"oliId": oli_id, "scheduledAt": f"{when:%Y-%m-%d %H:%M:%S}"},
+                      expect=(200, 202))
+            self.callbacks[oli_id] = when
+            self.count["callbacks_filed"] += 1
+        else:
+            self.http("/api/pending-dispositions", {"oliId": oli_id, "reason": self.rng.choice(DISPOSITIONS)},
+                      expect=(200, 202))
+            self.count["dispositions_filed"] += 1
+
+    def _file_late(self, oli_id):
+        self._file(oli_id)
+        blocked = {row["id"] for row in self.db.run(lambda conn: list(queries.sim_blocked_agents(conn)))}
+        for agent in self.agents.values():
+            self._set_blocked(agent, agent.id in blocked)
+
+    def _effective_due(self, scheduled):
+        """The first second at or after a callback's time when the floor is open (and, when the config
+        obeys work hours, in the work window): a callback can be honoured no earlier."""
+        second = self._second(scheduled)
+        for opens, closes in self.days:
+            start = max(second, opens)
+            if start < closes:
+                if self.config.outbound_obey_work_hours:
+                    wall = clock.wall(self.base + timedelta(seconds=start), self.tz)
+                    if not dialstate.in_work_window(wall, self.config):
+                        start = self._second(dialstate.next_work_start(wall, self.config, self.tz))
+                        if start >= closes:
+                            continue
+                return start
+        return None
+
+    def callback_report(self, end):
+        """Callbacks whose effective due moment fell in the run: honoured on time (claimed within 5
+        minutes of it), late, or not dialed by the end; and those due after the run."""
+        on_time = sum(1 for lateness in self.callback_lateness if lateness <= ON_TIME_SECONDS)
+        due_later = not_dialed = 0
+        for scheduled in self.callbacks.values():
+            due = self._effective_due(scheduled)
+            if due is None or due > end:
+                due_later += 1
+            else:
+                not_dialed += 1
+        dialed = len(self.callback_lateness)
+        return {"due": dialed + not_dialed, "on_time": on_time, "late": dialed - on_time, "not_dialed": not_dialed,
+                "due_after_the_run": due_later}
+
+    # --- predictive pacing ---------------------------------------------------------------------------
+
+    def _free_agents(self):
+        return sum(1 for agent in self.agents.values() if agent.state == "idle" and not agent.blocked)
+
+    def _pace(self):
+        if not self.open or self.scenario.pacing == "rate":
+            return
+        wanted = round(self.ratio * self._free_agents()) - self.ringing - len(self.queue)
+        for _ in range(max(0, wanted)):
+            claimed, _refusal = self.engine.claim_predictive(False)
+            if claimed is None:
+                return
+            self._dial(claimed)
+
+    def _pace_tick(self):
+        if self.open:
+            self._pace()
+            self.at(self.t + PACE_SECONDS, self._pace_tick)
+
+    def _adapt(self):
+        if not self.open:
+            return
+        while self.answers and self.answers[0][0] < self.t - ADAPT_WINDOW_SECONDS:
+            self.answers.popleft()
+        if self.answers:
+            rate = sum(abandoned for _, abandoned in self.answers) / len(self.answers)
+            step = -0.1 if rate > self.scenario.target_abandon else 0.05
+            self.ratio = min(RATIO_BOUNDS[1], max(RATIO_BOUNDS[0], round(self.ratio + step, 2)))
+        self.at(self.t + ADAPT_SECONDS, self._adapt)
+
+    def _schedule_arrival(self):
+        self.next_arrival += self.rng.expovariate(self.scenario.calls_per_hour / 3600)
+        self.at(int(round(self.next_arrival)), self._arrival)
+
+    def _arrival(self):
+        if not self.open:
+            return
+        claimed, refusal = self.engine.claim_predictive(True)
+        if claimed is None:
+            self.count["not_dialed_" + (refusal or "nothing_due")] += 1
+        else:
+            self._dial(claimed)
+        self._schedule_arrival()

@@ -1,0 +1,200 @@
+"""What a run measured, and the means and 95% intervals of K replications.
+
+Every figure is defined in README "The floor simulator"; its key here is the name used in the
+JSON, the CSV files and the text summary. Times are agent-minutes unless a key says seconds; hours
+are wall-clock hours in DB_TIMEZONE.
+"""
+
+import csv
+import statistics
+from collections import Counter
+from pathlib import Path
+
+from scipy import stats
+
+STATES = ("ringing", "talk", "wrap", "idle", "blocked")
+
+
+def _share(part, whole):
+    return round(part / whole, 4) if whole else None
+
+
+def run_result(floor, database):
+    """One run's figures (a JSON-ready dict) from the finished Floor and `database`, the run schema's
+    counts at the end: final_status, tries_per_lead, calls_per_lead, dialed and leads."""
+    seconds = Counter()
+    for agent in floor.agents.values():
+        seconds.update(agent.seconds)
+    staffed = sum(seconds.values())
+    busy = sum(seconds[state] for state in ("ringing", "talk", "wrap"))
+    count = floor.count
+    callbacks = floor.callback_report(floor.t)
+    predictive = floor.scenario.mode == "predictive"
+    kpis = {
+        "calls": sum(floor.outcomes.values()),
+        "answered": count["answered"],
+        "contacts": count["contacts"],
+        "abandoned": count["abandoned"] if predictive else None,
+        "abandon_rate": _share(count["abandoned"], count["answered"]) if predictive else None,
+        "mean_wait_seconds": round(statistics.fmean(floor.waits), 2) if floor.waits else None,
+        "waited_share": _share(sum(1 for wait in floor.waits if wait > 0), len(floor.waits)) if predictive else None,
+        "calls_per_agent_hour": round(sum(floor.outcomes.values()) / (staffed / 3600), 2) if staffed else None,
+        "occupancy": _share(busy, staffed),
+        **{f"{state}_minutes": round(seconds[state] / 60, 1) for state in STATES},
+        "late_filing_share": _share(count["filed_late"], count["contacts"]),
+        "callbacks_on_time_share": _share(callbacks["on_time"], callbacks["due"]),
+        "penetration": _share(database["dialed"], database["leads"]),
+    }
+    return {
+        "seed": floor.scenario.seed,
+        "kpis": kpis,
+        "outcomes": dict(sorted(floor.outcomes.items())),
+        "filings": {key[6:]: count[key] for key in ("filed_during", "filed_after", "filed_late")}
+        | {"unfiled_at_end": count["unfiled_at_end"]},
+        "not_dialed": {key[11:]: n for key, n in sorted(count.items()) if key.startswith("not_dialed_")},
+        "callbacks": callbacks,
+        "final_status": database["final_status"],
+        "tries_per_lead": database["tries_per_lead"],
+        "calls_per_lead": database["calls_per_lead"],
+        "hours": [_hour_row(row) for row in floor.hours.values()],
+        "agents": [{"agent_id": agent.id, "skills": agent.skills, "calls": agent.calls, "contacts": agent.contacts,
+                    **{f"{state}_minutes": round(agent.seconds[state] / 60, 1) for state in STATES}}
+                   for agent in floor.agents.values()],
+        "dial_status": [{"at": f"{moment:%Y-%m-%d %H:%M:%S}", **counts} for moment, counts in floor.snapshots],
+    }
+
+
+def _hour_row(row):
+    minutes = {f"{state}_minutes": round(row["agent_seconds"][state] / 60, 1) for state in STATES}
+    return {key: row.get(key) for key in ("hour", "calls", "answered", "contacts", "abandoned")} | minutes | {
+        "retry_backlog": row.get("retry_backlog"), "penetration": row.get("penetration")}
+
+
+def interval(values):
+    """Mean and 95% Student-t interval of replication values; the interval is None for one value
+    or when a value is missing (a figure with no denominator in some run)."""
+    if any(value is None for value in values):
+        return {"mean": None, "ci95_low": None, "ci95_high": None, "values": values}
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return {"mean": round(mean, 4), "ci95_low": None, "ci95_high": None, "values": values}
+    spread = statistics.stdev(values) / len(values) ** 0.5
+    low, high = stats.t.interval(0.95, len(values) - 1, loc=mean, scale=spread) if spread else (mean, mean)
+    return {"mean": round(mean, 4), "ci95_low": round(low, 4), "ci95_high": round(high, 4), "values": values}
+
+
+def combine(scenario, runs):
+    """The report of K replications: the scenario, each KPI's mean and 95% interval, per-hour and
+    per-agent means, and every run in full."""
+    names = list(runs[0]["kpis"])
+    hours = {}
+    for run in runs:
+        for row in run["hours"]:
+            hours.setdefault(row["hour"], []).append(row)
+    return {
+        "scenario": scenario.to_json(),
+        "replications": len(runs),
+        "kpis": {name: interval([run["kpis"][name] for run in runs]) for name in names},
+        "hours": [_mean_row(label, rows, len(runs)) for label, rows in hours.items()],
+        "agents": [_mean_row(agent_rows[0]["agent_id"], agent_rows, len(runs), key="agent_id")
+                   for agent_rows in zip(*(run["agents"] for run in runs))],
+        "runs": runs,
+    }
+
+
+def _mean_row(label, rows, runs, key="hour"):
+    """Per-hour or per-agent means over all runs; a run without that hour counts as zero."""
+    numbers = [name for name, value in rows[0].items() if isinstance(value, (int, float)) and name != key]
+    row = {key: label}
+    for name in numbers:
+        values = [r[name] for r in rows if r.get(name) is not None]
+        row[name] = round(sum(values) / (runs if name not in ("retry_backlog", "penetration") else len(values)), 2) \
+            if values else None
+    return row
+
+
+def summary(report):
+    """The text table `dialerapi simulate` prints."""
+    scenario, k = report["scenario"], report["replications"]
+    days = f"{scenario['days']} day{'s' if scenario['days'] > 1 else ''}"
+    lines = [f"\nsimulated {days}, {scenario['agents']} agents, {scenario['leads']} leads, {scenario['mode']}, "
+             f"engine {scenario['engine']}, {k} run{'s' if k > 1 else ''} from seed {scenario['seed']}", ""]
+    lines.append(f"{'figure':<26}{'mean':>12}{'95% interval' if k > 1 else '':>24}")
+    for name, figure in report["kpis"].items():
+        mean = "-" if figure["mean"] is None else f"{figure['mean']:g}"
+        spread = f"{figure['ci95_low']:g} .. {figure['ci95_high']:g}" if figure["ci95_low"] is not None else ""
+        lines.append(f"{name:<26}{mean:>12}{spread:>24}")
+    first = report["runs"][0]
+    lines += ["", f"first run (seed {first['seed']}):", f"{'final status':<26}{'leads':>12}"]
+    lines += [f"{status:<26}{n:>12}" for status, n in first["final_status"].items()]
+    lines += ["", f"{'tries (call_count)':<26}{'leads':>12}"]
+    lines += [f"{tries:<26}{n:>12}" for tries, n in first["tries_per_lead"].items()]
+    callbacks = first["callbacks"]
+    lines += ["", "callbacks due in the run: {due}, on time {on_time}, late {late}, not dialed {not_dialed}; "
+              "due after it: {due_after_the_run}".format(**callbacks)]
+    return "\n".join(lines)
+
+
+def write_csv(report, directory):
+    """kpis.csv (name, mean, ci95_low, ci95_high), hours.csv and agents.csv (one row per run and
+    hour, or run and agent) in `directory`. Returns the paths written."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "kpis.csv": [{"name": name, **{k: v for k, v in figure.items() if k != "values"}}
+                     for name, figure in report["kpis"].items()],
+        "hours.csv": [{"seed": run["seed"], **row} for run in report["runs"] for row in run["hours"]],
+        "agents.csv": [{"seed": run["seed"], **{k: v for k, v in row.items() if k != "skills"},
+                        "skills": ";".join(row["skills"])} for run in report["runs"] for row in run["agents"]],
+    }
+    paths = []
+    for name, rows in tables.items():
+        path = directory / name
+        with path.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["empty"])
+            writer.writeheader()
+            writer.writerows(rows)
+        paths.append(str(path))
+    return paths
+
+
+def draw_chart(report, path):
+    """A PNG: calls and contacts per hour, agent states per hour (means over the runs), and the
+    first run's dial_status over time (matplotlib, no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hours = report["hours"]
+    labels = [row["hour"][5:] for row in hours]
+    figure, (calls, states, leads) = plt.subplots(3, 1, figsize=(11, 11), dpi=100)
+    positions = range(len(hours))
+    calls.plot(positions, [row["calls"] for row in hours], marker="o", label="calls (dials started)")
+    calls.plot(positions, [row["contacts"] for row in hours], marker="o", label="contacts (reached an agent)")
+    if any(row["abandoned"] for row in hours):
+        calls.plot(positions, [row["abandoned"] for row in hours], marker="o", label="abandoned")
+    calls.set_title("calls per hour (mean of the runs)")
+    bottom = [0.0] * len(hours)
+    for state in STATES:
+        values = [row[f"{state}_minutes"] or 0 for row in hours]
+        states.bar(positions, values, bottom=bottom, label=state)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    states.set_title("agent-minutes per hour by state (mean of the runs)")
+    for axes in (calls, states):
+        axes.set_xticks(list(positions), labels, rotation=60, fontsize=7)
+        axes.grid(alpha=0.3)
+        axes.legend(loc="upper right", fontsize=8)
+    series = report["runs"][0]["dial_status"]
+    statuses = sorted({key for row in series for key in row if key != "at"})
+    for status in statuses:
+        leads.plot(range(len(series)), [row.get(status, 0) for row in series], label=status, linewidth=2)
+    leads.set_xticks(range(len(series)), [row["at"][5:16] for row in series], rotation=60, fontsize=7)
+    leads.set_title("leads by dial_status at each hour's end (first run)")
+    leads.grid(alpha=0.3)
+    leads.legend(loc="upper right", fontsize=8)
+    figure.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return str(path)
