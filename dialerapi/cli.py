@@ -15,7 +15,6 @@
 
 import csv
 import json
-import secrets
 from datetime import datetime
 
 import logging

@@ -22,7 +22,7 @@ floor does between events is the modelling, stated in README "The floor simulato
 """
 
 import heapq
-from collections import Counter, defaultdict, deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -32,7 +32,6 @@ from ..db import queries
 from ..jobs import BLOCKING_SECONDS, SWEEP_SECONDS
 from .engines import ENGINES
 
-STATES = ("ringing", "talk", "wrap", "idle", "blocked")
 ON_TIME_SECONDS = 300
 PACE_SECONDS = 5
 ADAPT_SECONDS = 60
@@ -89,6 +88,8 @@ class Floor:
         self.events = []
         self.sequence = 0
         self.open = False
+        self.last_day_closed = False
+        self.finished = False
         self.jobs_running = False
         self.agents = {}
         self.live = set()
@@ -153,7 +154,6 @@ class Floor:
         for number, (opens, closes) in enumerate(self.days):
             self.at(opens, self._open)
             self.at(closes, self._close, number == len(self.days) - 1)
-        self.finished = False
         while self.events and not self.finished:
             second, _, work, args = heapq.heappop(self.events)
             self.t = second
@@ -234,7 +234,7 @@ class Floor:
         self._maybe_finish()
 
     def _maybe_finish(self):
-        if getattr(self, "last_day_closed", False) and not self.live and not self.queue:
+        if self.last_day_closed and not self.live and not self.queue:
             self.finished = True
 
     def _next_hour(self):
