@@ -388,6 +388,8 @@ def _scenario_options(command):
         ("--hours", click.FloatRange(0.1, 24), "Hours the floor works each day, from work_start [the work window]."),
         ("--start-date", click.DateTime(["%Y-%m-%d"]), "The first day [2026-01-05], so a run does not depend on today."),
         ("--seed", int, "Random seed of the first run [1]; replication k uses seed + k."),
+        ("--replications", click.IntRange(1, 200), "Runs of the scenario, seeds seed, seed+1, ...; each figure gets "
+                                                    "a 95% interval from 2 runs [3]."),
         ("--mode", click.Choice(["progressive", "predictive"]), "How the engine dials [progressive]."),
         ("--pacing", click.Choice(["ratio", "abandon", "rate"]), "Predictive pacing rule [ratio]."),
         ("--dial-ratio", float, "Pacing ratio: customers ringing or waiting per free agent [1.5]."),
@@ -420,14 +422,12 @@ def _scenario_options(command):
 @click.option("--scenario", "scenario_file", type=click.Path(exists=True, dir_okay=False),
               help="A TOML or JSON file of scenario fields; options given here override it.")
 @_scenario_options
-@click.option("--replications", type=click.IntRange(1, 200), default=1, show_default=True,
-              help="Runs of the scenario (seeds seed, seed+1, ...); figures get 95% intervals from 2.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write the full report as JSON to this file ('-': standard output, instead of the summary).")
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False), help="Write kpis.csv, hours.csv and agents.csv here.")
 @click.option("--chart", type=click.Path(dir_okay=False), help="Write a PNG of calls, contacts and agent states per hour.")
 @click.option("--keep", is_flag=True, help="Keep each run's schema (named on standard error) for inspection.")
-def simulate(scenario_file, replications, json_path, csv_dir, chart, keep, **options):
+def simulate(scenario_file, json_path, csv_dir, chart, keep, **options):
     """Play a campaign on a virtual clock against the real rules, each run in its own schema.
 
     Each run creates a schema beside the service's database (<database>_sim_<random>), writes the
@@ -448,9 +448,12 @@ def simulate(scenario_file, replications, json_path, csv_dir, chart, keep, **opt
     except (ValueError, ValidationError) as exc:
         messages = exc.messages if isinstance(exc, ValidationError) else str(exc)
         raise click.UsageError(f"scenario: {json.dumps(messages, default=str)}") from None
-    with click.progressbar(length=replications, label="simulating", file=click.get_text_stream("stderr")) as bar:
+    if scenario.replications == 1:
+        click.echo("one run: the figures get no 95% interval (--replications 2 or more)", err=True)
+    with click.progressbar(length=scenario.replications, label="simulating",
+                           file=click.get_text_stream("stderr")) as bar:
         try:
-            report = sim.replicate(current_app.config["DATABASE_URL"], scenario, replications, keep=keep,
+            report = sim.replicate(current_app.config["DATABASE_URL"], scenario, keep=keep,
                                    done=lambda run: bar.update(1))
         except sim.SandboxError as exc:
             raise click.ClickException(str(exc)) from None

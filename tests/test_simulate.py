@@ -9,7 +9,7 @@ from conftest import cli
 from dialerapi import simulate as sim
 from dialerapi.config import database_params
 
-SMALL = {"agents": 6, "leads": 150, "hours": 1.5, "pushed_callbacks": 0.1}
+SMALL = {"agents": 6, "leads": 150, "hours": 1.5, "pushed_callbacks": 0.1, "replications": 1}
 
 
 def schemas_left(sql, database_url):
@@ -36,19 +36,21 @@ def test_two_runs_with_one_seed_give_identical_reports_and_leave_nothing_behind(
 
 
 def test_a_scenario_file_with_options_over_it_answers_in_json_and_csv_with_intervals(database_url, tmp_path):
+    """`dialerapi simulate --days 3 --scenario FILE --json -`: three runs unless told otherwise, so
+    every figure has its 95% interval."""
     scenario = tmp_path / "campaign.toml"
-    scenario.write_text('agents = 4\nleads = 120\nhours = 1\ndays = 3\ntalk_seconds = {exponential = 150}\n'
+    scenario.write_text('agents = 4\nleads = 120\nhours = 1\ndays = 2\ntalk_seconds = {exponential = 150}\n'
                         '[dialer]\nmax_tries = 2\nretry_pattern = "1"\nretry_seconds = 900\n')
     chart = tmp_path / "campaign.png"
-    result = cli(database_url, "simulate", "--scenario", str(scenario), "--agents", "5", "--replications", "2",
+    result = cli(database_url, "simulate", "--days", "3", "--scenario", str(scenario), "--agents", "5",
                  "--json", "-", "--csv", str(tmp_path / "csv"), "--chart", str(chart))
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["replications"] == 2 and report["scenario"]["agents"] == 5, "the option overrides the file"
-    assert report["scenario"]["dialer"]["max_tries"] == 2 and report["scenario"]["days"] == 3
+    assert report["scenario"]["agents"] == 5 and report["scenario"]["days"] == 3, "the options override the file"
+    assert report["scenario"]["dialer"]["max_tries"] == 2 and report["replications"] == 3
     calls = report["kpis"]["calls"]
-    assert calls["ci95_low"] <= calls["mean"] <= calls["ci95_high"] and len(calls["values"]) == 2
-    assert [run["seed"] for run in report["runs"]] == [1, 2]
+    assert calls["ci95_low"] < calls["mean"] < calls["ci95_high"] and len(calls["values"]) == 3
+    assert [run["seed"] for run in report["runs"]] == [1, 2, 3]
     for run in report["runs"]:
         assert max(run["tries_per_lead"], key=int) in ("1", "2"), "retry_pattern 1 a day, max_tries 2"
         days = {row["hour"][:10] for row in run["hours"]}
@@ -58,9 +60,20 @@ def test_a_scenario_file_with_options_over_it_answers_in_json_and_csv_with_inter
     assert {"calls", "contacts", "talk_minutes", "wrap_minutes", "idle_minutes", "blocked_minutes",
             "retry_backlog", "penetration"} <= set(hours[0])
     agent_rows = list(csv.DictReader((tmp_path / "csv" / "agents.csv").open()))
-    assert len(agent_rows) == 10 and {"talk_minutes", "blocked_minutes", "skills"} <= set(agent_rows[0])
+    assert len(agent_rows) == 15 and {"talk_minutes", "blocked_minutes", "skills"} <= set(agent_rows[0])
     assert {row["name"] for row in csv.DictReader((tmp_path / "csv" / "kpis.csv").open())} >= {"calls", "occupancy"}
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_one_run_asked_for_in_the_file_says_its_figures_have_no_interval(database_url, tmp_path):
+    scenario = tmp_path / "quick.json"
+    scenario.write_text(json.dumps({**SMALL, "hours": 0.5}))
+    result = cli(database_url, "simulate", "--scenario", str(scenario), "--json", "-")
+    assert result.returncode == 0, result.stderr
+    assert "one run: the figures get no 95% interval" in result.stderr
+    report = json.loads(result.stdout)
+    assert report["replications"] == 1 and report["kpis"]["calls"]["mean"] > 0
+    assert report["kpis"]["calls"]["ci95_low"] is None and report["kpis"]["calls"]["ci95_high"] is None
 
 
 @pytest.mark.parametrize("engine", ["library", "http"])
@@ -79,6 +92,8 @@ def test_a_kept_run_shows_the_rules_at_work(database_url, sql, engine):
         assert count("SELECT COUNT(*) AS n FROM {s}.sales_pending_actions WHERE status = 'applied'"
                      " AND applied_at > created_at") > 0, "CRM actions held during live calls, applied at settle"
         assert count("SELECT COUNT(*) AS n FROM {s}.sales_missed_activities") == run["kpis"]["contacts"]
+        assert count("SELECT COUNT(*) AS n FROM {s}.sales_missed_activities WHERE cleared_at IS NULL") \
+            == run["filings"]["unfiled_at_end"] > 0, "a call whose outcome was never filed keeps its missed activity"
         through_http = count("SELECT COUNT(*) AS n FROM {s}.dialerapi_engine_replies WHERE request_key LIKE 'claim:%%'")
         assert (through_http > 0) == (engine == "http")
     finally:
@@ -91,6 +106,7 @@ def test_a_kept_run_shows_the_rules_at_work(database_url, sql, engine):
     (["--talk-seconds", "[300, 60]"], "talk_seconds"),
     (["--retry-pattern", "4;4"], "retry_pattern"),
     (["--agents", "0"], "--agents"),
+    (["--replications", "0"], "--replications"),
 ])
 def test_a_bad_scenario_is_refused_before_any_work_naming_the_field(database_url, sql, options, field):
     result = cli(database_url, "simulate", *options)

@@ -14,7 +14,8 @@ from dialerapi.simulate.theory import ErlangA, progressive_cycle, tries_law
 def test_progressive_throughput_is_what_the_stated_cycle_gives(database_url):
     """Ring (none for an originate failure), talk when answered, wrap-up after answered calls: an
     agent makes 3600 / E[cycle] calls an hour when a lead is always due and nobody is blocked."""
-    scenario = sim.load_scenario(None, agents=8, leads=3000, hours=2, files_outcome=1, pushed_callbacks=0, seed=11)
+    scenario = sim.load_scenario(None, agents=8, leads=3000, hours=2, files_outcome=1, pushed_callbacks=0, seed=11,
+                                 replications=1)
     run = sim.replicate(database_url, scenario)["runs"][0]
     mean, variance = progressive_cycle(scenario)
     agent_seconds = sum(run["kpis"][f"{state}_minutes"] for state in ("ringing", "talk", "wrap", "idle")) * 60
@@ -28,7 +29,8 @@ def test_tries_per_lead_follow_the_truncated_geometric_law_and_the_forgetful_sha
     """Each try ends the lead's sequence with P(answered or rejected) = 0.3, max_tries stops it at 4;
     an agent forgets to file (files late) on 1 - files_outcome of connected calls, applied once."""
     scenario = sim.load_scenario(
-        None, agents=10, leads=400, hours=6, seed=21, pushed_callbacks=0, callback_share=0, files_outcome=0.8,
+        None, agents=10, leads=400, hours=6, seed=21, replications=1, pushed_callbacks=0, callback_share=0,
+        files_outcome=0.8,
         outcomes={"answered": 20, "rejected": 10, "no_answer": 50, "busy": 20},
         dialer={"max_tries": 4, "retry_pattern": "4", "retry_seconds": 300})
     run = sim.replicate(database_url, scenario)["runs"][0]
@@ -53,10 +55,11 @@ def test_predictive_waits_and_abandons_match_erlang_a(database_url):
     ring, so answered customers arrive as a Poisson stream: M/M/10+M with exponential talk (mean
     120 s) and patience (mean 60 s), no wrap-up. Four runs of 4 h; theory must lie in each 95% interval."""
     scenario = sim.load_scenario(
-        None, agents=10, leads=4000, hours=4, seed=31, mode="predictive", pacing="rate", calls_per_hour=285,
+        None, agents=10, leads=4000, hours=4, seed=31, replications=4, mode="predictive", pacing="rate",
+        calls_per_hour=285,
         outcomes={"answered": 1}, ring_seconds=10, talk_seconds={"exponential": 120}, wrapup_seconds=0,
         patience_seconds={"exponential": 60}, files_outcome=1, during_call=0, callback_share=0, pushed_callbacks=0)
-    report = sim.replicate(database_url, scenario, 4)
+    report = sim.replicate(database_url, scenario)
     theory = ErlangA(arrivals=285 / 3600, service=1 / 120, agents=10, patience=1 / 60).metrics()
     for figure, key in (("abandon_rate", "abandoned"), ("mean_wait_seconds", "mean_wait"),
                         ("waited_share", "waited"), ("occupancy", "occupancy")):

@@ -59,11 +59,11 @@ def _database_counts(conn, now):
     }
 
 
-def replicate(database_url, scenario, replications=1, *, keep=False, done=None):
-    """`replications` runs of `scenario`, seeds scenario.seed, +1, ...; returns report.combine's report.
-    `done(run)` is called with each run's figures as it ends."""
+def replicate(database_url, scenario, *, keep=False, done=None):
+    """`scenario.replications` runs of `scenario`, seeds scenario.seed, +1, ...; returns
+    report.combine's report. `done(run)` is called with each run's figures as it ends."""
     runs = []
-    for k in range(replications):
+    for k in range(scenario.replications):
         runs.append(run(database_url, replace(scenario, seed=scenario.seed + k), keep=keep))
         if done:
             done(runs[-1])

@@ -160,7 +160,7 @@ class Floor:
             work(*args)
         for agent in self.agents.values():
             self._set_state(agent, "off")
-        self.count["unfiled_at_end"] = sum(1 for event in self.events if event[2] == self._file_late)
+        self.count["unfiled_at_end"] = sum(1 for event in self.events if event[2] in (self._file, self._file_late))
         self._snapshot()
 
     def _setup(self):

@@ -116,6 +116,7 @@ class ScenarioSchema(Schema):
     hours = fields.Float(validate=Range(0.1, 24), allow_none=True, load_default=None)
     start_date = fields.Date(load_default=date(2026, 1, 5))
     seed = fields.Integer(load_default=1)
+    replications = fields.Integer(validate=Range(1, 200), load_default=3)
     mode = fields.String(validate=OneOf(MODES), load_default="progressive")
     pacing = fields.String(validate=OneOf(PACING_RULES), load_default="ratio")
     dial_ratio = fields.Float(validate=Range(0.1, 5), load_default=1.5)
@@ -189,6 +190,7 @@ class Scenario:
     hours: float | None
     start_date: date
     seed: int
+    replications: int
     mode: str
     pacing: str
     dial_ratio: float
