@@ -20,6 +20,7 @@ from datetime import datetime
 import logging
 
 import click
+from click.core import ParameterSource
 from flask import current_app
 from flask.cli import FlaskGroup
 
@@ -359,13 +360,13 @@ def agents_state(agent_id, panel_active, ami_idle, wrapup_seconds):
 
 
 def _json_value(ctx, param, value):
+    """A JSON option's value; a plain word (`--skills all`) stays a string for ScenarioSchema to judge."""
     if value is None:
         return None
     try:
         return json.loads(value)
     except json.JSONDecodeError:
-        raise click.BadParameter("not JSON: a number, [low, high] or {\"exponential\": mean}; a weights "
-                                 "object for the mixes") from None
+        return value
 
 
 def _scenario_options(command):
@@ -440,7 +441,10 @@ def simulate(scenario_file, json_path, csv_dir, chart, keep, **options):
     from . import simulate as sim
     from .simulate import report as sim_report
 
-    options = {name: value for name, value in options.items() if value is not None}
+    context = click.get_current_context()
+    # Only the options given count: null is a value of its own (--patience-seconds null: forever).
+    options = {name: value for name, value in options.items()
+               if context.get_parameter_source(name) is not ParameterSource.DEFAULT}
     if "start_date" in options:
         options["start_date"] = options["start_date"].date().isoformat()
     try:

@@ -7,6 +7,7 @@ import pytest
 
 from conftest import cli
 from dialerapi import simulate as sim
+from dialerapi.simulate import report
 from dialerapi.config import database_params
 
 SMALL = {"agents": 6, "leads": 150, "hours": 1.5, "pushed_callbacks": 0.1, "replications": 1}
@@ -66,14 +67,29 @@ def test_a_scenario_file_with_options_over_it_answers_in_json_and_csv_with_inter
 
 
 def test_one_run_asked_for_in_the_file_says_its_figures_have_no_interval(database_url, tmp_path):
+    """Options take a plain word (`--skills all`) and JSON null (`--patience-seconds null`: customers
+    wait for ever), each overriding the file's value."""
     scenario = tmp_path / "quick.json"
-    scenario.write_text(json.dumps({**SMALL, "hours": 0.5}))
-    result = cli(database_url, "simulate", "--scenario", str(scenario), "--json", "-")
+    scenario.write_text(json.dumps({**SMALL, "hours": 0.5, "mode": "predictive", "form_types": {"home_loan": 1},
+                                    "skills": {"home_loan": 2}, "patience_seconds": 5}))
+    result = cli(database_url, "simulate", "--scenario", str(scenario), "--skills", "all",
+                 "--patience-seconds", "null", "--json", "-")
     assert result.returncode == 0, result.stderr
     assert "one run: the figures get no 95% interval" in result.stderr
     report = json.loads(result.stdout)
+    assert report["scenario"]["skills"] == "all" and report["scenario"]["patience_seconds"] is None
+    assert report["runs"][0]["agents"][5]["skills"] == ["home_loan"], "every agent has every skill"
     assert report["replications"] == 1 and report["kpis"]["calls"]["mean"] > 0
+    assert report["kpis"]["abandoned"]["mean"] == 0, "nobody hangs up waiting"
     assert report["kpis"]["calls"]["ci95_low"] is None and report["kpis"]["calls"]["ci95_high"] is None
+
+
+def test_an_interval_stays_within_what_its_figure_can_be():
+    calls = report.interval([2, 40])
+    assert calls["mean"] == 21 and calls["ci95_low"] == 0 and calls["ci95_high"] > 200, "t with 1 degree of freedom"
+    penetration = report.interval([0.99, 1.0], upper=1)
+    assert penetration["ci95_low"] < 0.99 and penetration["ci95_high"] == 1
+    assert report.interval([0.5])["ci95_low"] is None, "one run has no interval"
 
 
 @pytest.mark.parametrize("engine", ["library", "http"])
@@ -104,6 +120,7 @@ def test_a_kept_run_shows_the_rules_at_work(database_url, sql, engine):
     (["--skills", '{"home_loan": 3}'], "skills"),
     (["--during-call", "0.9", "--files-outcome", "0.5"], "during_call"),
     (["--talk-seconds", "[300, 60]"], "talk_seconds"),
+    (["--talk-seconds", "long"], "talk_seconds"),
     (["--retry-pattern", "4;4"], "retry_pattern"),
     (["--agents", "0"], "--agents"),
     (["--replications", "0"], "--replications"),

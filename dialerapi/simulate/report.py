@@ -13,6 +13,7 @@ from pathlib import Path
 from scipy import stats
 
 STATES = ("ringing", "talk", "wrap", "idle", "blocked")
+SHARES = ("abandon_rate", "waited_share", "occupancy", "late_filing_share", "callbacks_on_time_share", "penetration")
 
 
 def _share(part, whole):
@@ -70,9 +71,11 @@ def _hour_row(row):
         "retry_backlog": row.get("retry_backlog"), "penetration": row.get("penetration")}
 
 
-def interval(values):
-    """Mean and 95% Student-t interval of replication values; the interval is None for one value
-    or when a value is missing (a figure with no denominator in some run)."""
+def interval(values, upper=None):
+    """Mean and 95% Student-t interval of replication values, cut to what the figure can be (0
+    upwards; at most `upper`, 1 for a share), as a few runs of a small floor can give a t-interval
+    below 0. The interval is None for one value or when a value is missing (a figure with no
+    denominator in some run)."""
     if any(value is None for value in values):
         return {"mean": None, "ci95_low": None, "ci95_high": None, "values": values}
     mean = statistics.fmean(values)
@@ -80,6 +83,7 @@ def interval(values):
         return {"mean": round(mean, 4), "ci95_low": None, "ci95_high": None, "values": values}
     spread = statistics.stdev(values) / len(values) ** 0.5
     low, high = stats.t.interval(0.95, len(values) - 1, loc=mean, scale=spread) if spread else (mean, mean)
+    low, high = max(low, 0), high if upper is None else min(high, upper)
     return {"mean": round(mean, 4), "ci95_low": round(low, 4), "ci95_high": round(high, 4), "values": values}
 
 
@@ -94,7 +98,8 @@ def combine(scenario, runs):
     return {
         "scenario": scenario.to_json(),
         "replications": len(runs),
-        "kpis": {name: interval([run["kpis"][name] for run in runs]) for name in names},
+        "kpis": {name: interval([run["kpis"][name] for run in runs], 1 if name in SHARES else None)
+                 for name in names},
         "hours": [_mean_row(label, rows, len(runs)) for label, rows in hours.items()],
         "agents": [_mean_row(agent_rows[0]["agent_id"], agent_rows, len(runs), key="agent_id")
                    for agent_rows in zip(*(run["agents"] for run in runs))],

@@ -58,7 +58,8 @@ class Duration:
 
 
 class DurationField(fields.Field):
-    default_error_messages = {"invalid": "a number of seconds, [low, high], or {\"exponential\": mean}"}
+    # make_error formats the message: the braces of the JSON form are doubled
+    default_error_messages = {"invalid": "a number of seconds, [low, high], or {{\"exponential\": mean}}"}
 
     def _deserialize(self, value, attr, data, **kwargs):
         def seconds(x):
@@ -238,13 +239,12 @@ def read_file(path):
 
 def load_scenario(file_values=None, **options):
     """A Scenario from defaults, then `file_values` (a mapping, as `read_file` returns), then `options`
-    (None = not given). `options` may hold dialer fields (retry_pattern, work_start, ...) at the top
-    level, as the command line gives them. Raises marshmallow.ValidationError naming each bad field."""
+    (the fields given, None included: `patience_seconds=None` is patience without end). `options` may
+    hold dialer fields (retry_pattern, work_start, ...) at the top level, as the command line gives
+    them. Raises marshmallow.ValidationError naming each bad field."""
     values = dict(file_values or {})
     dialer = dict(values.pop("dialer", None) or {})
     for name, value in options.items():
-        if value is None:
-            continue
         if name in DialerSchema._declared_fields:
             dialer[name] = value
         else:
