@@ -7,8 +7,8 @@ import pytest
 
 from conftest import cli
 from dialerapi import simulate as sim
-from dialerapi.simulate import report
 from dialerapi.config import database_params
+from dialerapi.simulate.report import interval
 
 SMALL = {"agents": 6, "leads": 150, "hours": 1.5, "pushed_callbacks": 0.1, "replications": 1}
 
@@ -85,11 +85,11 @@ def test_one_run_asked_for_in_the_file_says_its_figures_have_no_interval(databas
 
 
 def test_an_interval_stays_within_what_its_figure_can_be():
-    calls = report.interval([2, 40])
+    calls = interval([2, 40])
     assert calls["mean"] == 21 and calls["ci95_low"] == 0 and calls["ci95_high"] > 200, "t with 1 degree of freedom"
-    penetration = report.interval([0.99, 1.0], upper=1)
+    penetration = interval([0.99, 1.0], upper=1)
     assert penetration["ci95_low"] < 0.99 and penetration["ci95_high"] == 1
-    assert report.interval([0.5])["ci95_low"] is None, "one run has no interval"
+    assert interval([0.5])["ci95_low"] is None, "one run has no interval"
 
 
 @pytest.mark.parametrize("engine", ["library", "http"])
