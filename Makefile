@@ -1,4 +1,4 @@
-# dialerapi: `make run` serves the API on 127.0.0.1:8000; `make test` runs the test suite.
+# dialerapi: `make run` serves the API on 127.0.0.1:8000 and the agent sockets on 127.0.0.1:8001; `make test` runs the test suite.
 # Without DATABASE_URL (environment or .env) both use a private MariaDB under ./var/mariadb:
 # `make run` leaves it running (`make db-stop` stops it); `make test`, `make faults` and `make bench`
 # stop it again when they started it. `make test-clock` runs the suite with the clock moved, on
@@ -26,7 +26,7 @@ db-upgrade: install
 	$(DEVDB) exec $(BIN)/dialerapi db upgrade
 
 run: db-upgrade
-	$(DEVDB) exec $(BIN)/gunicorn -c deploy/gunicorn.conf.py wsgi:app
+	$(DEVDB) exec env BIN=$(BIN) scripts/serve.sh
 
 test: install
 	$(DEVDB) with $(BIN)/pytest $(PYTEST_ARGS)
@@ -40,7 +40,7 @@ faults: install
 bench: install
 	scripts/ensure-wrk.sh
 	$(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/claim_bench.py \
-	  && scripts/galera.sh with $(BIN)/python bench/cluster_bench.py'
+	  && $(BIN)/python bench/floor_bench.py && scripts/galera.sh with $(BIN)/python bench/cluster_bench.py'
 
 db-start:
 	$(DEVDB) start

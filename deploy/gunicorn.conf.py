@@ -1,30 +1,70 @@
 """gunicorn settings, for `make run` and production: `gunicorn -c deploy/gunicorn.conf.py wsgi:app`.
 
-Threaded workers (gthread): each open agent socket (/ws) holds one thread for as long as it is
-open, so workers x threads must exceed the agents connected at once plus the CRM's concurrent
-requests (the default, up to 4 workers x 64 threads, serves a floor of about 200 agents). The
-gthread worker heartbeats from its main thread, so long-lived sockets do not trip `timeout`.
-Bad configuration stops the master before any worker starts, with one line naming the variable
+One host runs two pools of the same app behind one nginx (issue #27, README "Deployment"):
+
+- GUNICORN_POOL=http (the default), 127.0.0.1:8000: gthread workers (min(4, CPUs)) x 64 threads
+  for the CRM, the dialing engine and the health probes. It serves /ws too (for `make run` without
+  nginx and as a fallback), but at most WS_MAX_SOCKETS sockets, half its threads by default, so
+  sockets can never take the threads its requests need.
+- GUNICORN_POOL=sockets, 127.0.0.1:8001: the agent sockets, which nginx sends here. gevent workers
+  (1 by default): an open socket is a greenlet waiting on its file descriptor, not a thread, so
+  one process holds thousands. WS_MAX_SOCKETS (default 2000) caps the host; every worker may take
+  any socket until the host is full, so no socket waits while the host has room.
+
+The workers of one master share the count of open sockets (dialerapi.socket_slots). Bad
+configuration stops the master before any worker starts, with one line naming the variable
 (decisions.md D10).
 """
 
-import ipaddress
-import multiprocessing
 import os
-import shutil
-import sys
-import tempfile
 
-from gunicorn import util
+POOLS = ("http", "sockets")
+pool = os.environ.get("GUNICORN_POOL", "http").strip() or "http"
+if pool == "sockets":
+    # Before anything imports threading or socket, in the master too: a module that took a plain
+    # Lock or Condition at import (DBUtils' pool) would block a whole gevent worker.
+    from gevent import monkey
 
-bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+    monkey.patch_all()
+
+import ipaddress  # noqa: E402 (after the gevent patch)
+import multiprocessing  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+from gunicorn import util  # noqa: E402
+
+
+
+def _whole_number(name, default):
+    """An integer setting read before dialerapi checks the configuration: a bad value gives the
+    default here and its one-line error from on_starting."""
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isdigit() else default
+
+
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8001" if pool == "sockets" else "127.0.0.1:8000")
 # One name per instance on a host (its port, or its socket's file name) for the files below.
 instance = os.path.basename(bind.rsplit(":", 1)[-1])
-workers = int(os.environ.get("GUNICORN_WORKERS", min(4, multiprocessing.cpu_count())))
-worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS", "64"))
+os.environ["DIALERAPI_INSTANCE"] = bind
 timeout = 60
 graceful_timeout = 20
+if pool == "sockets":
+    worker_class = "gevent"
+    workers = int(os.environ.get("GUNICORN_WORKERS", "1"))
+    os.environ.setdefault("WS_MAX_SOCKETS", "2000")
+    os.environ.setdefault("DB_POOL_MAX", os.environ.get("DB_POOL_SIZE", "16"))
+    # Room for every socket of the host in any one worker, plus the refusals past capacity.
+    worker_connections = _whole_number("WS_MAX_SOCKETS", 2000) + 100
+else:
+    worker_class = "gthread"
+    workers = int(os.environ.get("GUNICORN_WORKERS", min(4, multiprocessing.cpu_count())))
+    threads = int(os.environ.get("GUNICORN_THREADS", "64"))
+    # Half the threads at most, whatever the environment says: the other half is the CRM's, the
+    # engine's and the health probes', even if every socket lands on one worker.
+    os.environ["WS_MAX_SOCKETS"] = str(min(_whole_number("WS_MAX_SOCKETS", threads), threads // 2))
 # dialerapi writes its own JSON access line per request (method, path, status, duration, client IP,
 # request id), so gunicorn's access log stays off; its error log goes to stderr (journald).
 accesslog = None
@@ -70,7 +110,23 @@ def _behind_nginx(address):
         return False
 
 
+def _open_files_for_sockets(needed):
+    """Raise this process's open-file limit (inherited by the workers) to fit `needed` descriptors;
+    an error line naming the fix when the hard limit is lower."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return None
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        return (f"dialerapi: WS_MAX_SOCKETS={os.environ['WS_MAX_SOCKETS']} needs {needed} open files but the "
+                f"hard limit is {hard}: raise LimitNOFILE (systemd) or `ulimit -n`, or lower WS_MAX_SOCKETS")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    return None
+
+
 def on_starting(server):
+    if pool not in POOLS:
+        print(f"dialerapi: GUNICORN_POOL={pool!r} must be http or sockets", file=sys.stderr)
+        sys.exit(1)
     if not _behind_nginx(bind):
         print(f"dialerapi: GUNICORN_BIND={bind} is not a loopback address: gunicorn serves only behind nginx "
               "(deploy/nginx/dialerapi.conf) on the same host; bind 127.0.0.1:PORT or unix:PATH", file=sys.stderr)
@@ -85,6 +141,14 @@ def on_starting(server):
     except ConfigError as exc:
         print(f"dialerapi: {exc}", file=sys.stderr)
         sys.exit(1)
+    # A socket, a database connection per pool slot and the process's own files, per worker.
+    problem = _open_files_for_sockets(_whole_number("WS_MAX_SOCKETS", 0) + 256)
+    if problem:
+        print(problem, file=sys.stderr)
+        sys.exit(1)
+    from dialerapi import socket_slots
+
+    socket_slots.create_shared()
 
 
 def child_exit(server, worker):

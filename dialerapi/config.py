@@ -179,10 +179,20 @@ SETTINGS = {
     "AMI_SECRET": ("", _text),
     "LOG_LEVEL": ("INFO", _log_level),
     "DB_POOL_SIZE": ("16", _positive_int),
+    # The most database connections one process opens at once (0: no cap, as many as its threads
+    # ask for). The socket pool sets it to DB_POOL_SIZE: its greenlets are not bounded by threads,
+    # and a reconnect storm of a whole floor would otherwise open a connection per socket.
+    "DB_POOL_MAX": ("0", _non_negative_int),
     # On a Galera cluster, every transaction first waits until its node has applied what the cluster
     # committed before (wsrep_sync_wait = 1), so a request reads another host's write (issue #19).
     # Ignored off Galera. README "Scale out" has its cost.
     "DB_CAUSAL_READS": ("true", _flag),
+    # The most agent sockets (/ws) one host (one gunicorn) holds at once; past it a new socket is
+    # refused with close 1013 (issue #27). deploy/gunicorn.conf.py sets it per pool: 2000 for the
+    # socket pool, half the threads for the HTTP pool (README "Sizing the socket pool").
+    "WS_MAX_SOCKETS": ("2000", _positive_int),
+    # Seconds a panel refused for capacity waits before it tries again (it adds its own jitter).
+    "WS_RETRY_AFTER_SECONDS": ("10", _positive_int),
     # Background jobs (health checks, sweeps) run under gunicorn; CLI commands and tests turn them off.
     "JOBS_ENABLED": ("true", _flag),
 }

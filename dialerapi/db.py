@@ -158,7 +158,7 @@ class Database:
     `nodes` are the (host, port) pairs of the URL in order of preference; `host` is the first's.
     """
 
-    def __init__(self, url, pool_size=16, causal_reads=True):
+    def __init__(self, url, pool_size=16, causal_reads=True, max_connections=0):
         self.url = url
         self.nodes = database_nodes(url)
         self.host = self.nodes[0][0]
@@ -167,8 +167,9 @@ class Database:
         # transaction() always commits or rolls back what it began, so a ROLLBACK on every return
         # would only cost a round trip too. isfatal: DBUtils reopens a connection (on the next
         # ready node) only when its node is gone or refuses work, not after every deadlock.
+        # max_connections (0: none): past it a transaction waits for a connection to come back.
         self.pool = PooledDB(
-            creator=connect_ready, mincached=0, maxcached=pool_size, maxconnections=0,
+            creator=connect_ready, mincached=0, maxcached=pool_size, maxconnections=max_connections,
             blocking=True, ping=0, reset=False, isfatal=is_node_error,
             nodes=self.nodes, causal_reads=causal_reads,
             **session_params(url, connect_timeout=2 if len(self.nodes) > 1 else 5),

@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import pymysql
 
-from . import ami, clock, dialstate
+from . import ami, clock, dialstate, socket_slots
 from .clock import format_utc
 from .db import connect, queries
 
@@ -114,7 +114,8 @@ def check_ami(app):
 
 def _metrics(conn, tz):
     sweep = queries.job_run(conn, name="sweep")
-    reservations = dialstate.live_reservations(conn, clock.now(tz), tz)
+    now = clock.now(tz)
+    reservations = dialstate.live_reservations(conn, now, tz)
     return {
         "pending_actions": {row["status"]: row["n"] for row in queries.pending_actions_by_status(conn)},
         "open_missed_activities": queries.count_open_missed_activities(conn),
@@ -126,6 +127,7 @@ def _metrics(conn, tz):
         "oldest_reservation_seconds": reservations["oldest_seconds"],
         "last_sweep_at": format_utc(sweep["last_started_at"], tz) if sweep else None,
         "last_sweep_result": sweep["last_result"] if sweep else None,
+        "agent_sockets": socket_slots.hosts_report(conn, now, tz),
     }
 
 
@@ -150,7 +152,8 @@ def report(app):
     wsrep_cluster_size, wsrep_local_state_comment, wsrep_ready), latency_ms, error}, ami: {ok,
     configured, host, latency_ms, error}}, metrics: {uptime_seconds, requests (by status class),
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
-    UTC), last_sweep_result}, logs (last 20 warning/error lines of this process), version}. Never
+    UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
+    and refusals per host, issue #27)}, logs (last 20 warning/error lines of this process), version}. Never
     a password or the secret.
     """
     state = app.extensions["dialerapi.health"]

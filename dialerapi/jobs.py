@@ -131,7 +131,8 @@ def prune_tick(app):
 
         def prune(conn):
             return {"outbox": queries.prune_outbox(conn, before=clock.after(now, -OUTBOX_KEEP, tz)),
-                    "engine_replies": engine.prune_replies(conn, now, tz)}
+                    "engine_replies": engine.prune_replies(conn, now, tz),
+                    "socket_hosts": queries.prune_socket_hosts(conn, before=clock.after(now, -OUTBOX_KEEP, tz))}
 
         return run_once_per_tick(db, "prune", PRUNE_SECONDS, now, lambda: db.run(prune))
 

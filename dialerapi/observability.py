@@ -5,7 +5,7 @@
   string, which may hold `?key=`), status, duration_ms, client_ip, request_id. Never a body.
 - GET /metrics (authenticated): request latency histograms by method, route and status, counters
   of pushed leads by result and of sweeps, and gauges read from the database at scrape time
-  (pending rows by status, open missed activities, blocked agents). Under gunicorn the workers
+  (pending rows by status, open missed activities, blocked agents, agent sockets per host). Under gunicorn the workers
   share their samples through PROMETHEUS_MULTIPROC_DIR (set by deploy/gunicorn.conf.py).
 """
 
@@ -19,9 +19,9 @@ import uuid
 import pymysql
 from flask import g, request
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from . import clock, dialstate
+from . import clock, dialstate, socket_slots
 from .db import connect, queries
 
 access_log = logging.getLogger("dialerapi.access")
@@ -92,14 +92,32 @@ class DatabaseGauges:
                                     value=queries.count_open_missed_activities(conn))
             yield GaugeMetricFamily("dialerapi_agents_blocked", "Agents whose outbound is paused",
                                     value=queries.count_blocked_agents(conn))
-            reservations = dialstate.live_reservations(conn, clock.now(self.tz), self.tz)
+            now = clock.now(self.tz)
+            reservations = dialstate.live_reservations(conn, now, self.tz)
             yield GaugeMetricFamily("dialerapi_live_reservations", "Leads reserved live on a call (Calling + isReserved)",
                                     value=reservations["live"])
             yield GaugeMetricFamily("dialerapi_oldest_reservation_seconds",
                                     "Age of the oldest live reservation (0 when there is none)",
                                     value=reservations["oldest_seconds"] or 0)
+            yield from socket_gauges(socket_slots.hosts_report(conn, now, self.tz))
         finally:
             conn.close()
+
+
+def socket_gauges(report):
+    """The agent sockets of each live host (issue #27): open, capacity left, and refused since its
+    gunicorn started (a counter that restarts with it)."""
+    open_sockets = GaugeMetricFamily("dialerapi_agent_sockets_open", "Open agent sockets (/ws) per host",
+                                     labels=["host"])
+    left = GaugeMetricFamily("dialerapi_agent_sockets_left", "Agent sockets a host can still take (WS_MAX_SOCKETS"
+                             " less the open ones)", labels=["host"])
+    refused = CounterMetricFamily("dialerapi_agent_sockets_refused", "Agent sockets refused at capacity (close 1013)",
+                                  labels=["host"])
+    for host in report["hosts"]:
+        open_sockets.add_metric([host["host"]], host["open"])
+        left.add_metric([host["host"]], host["left"])
+        refused.add_metric([host["host"]], host["refused"])
+    return open_sockets, left, refused
 
 
 def exposition(database_url, tz):

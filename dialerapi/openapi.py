@@ -129,7 +129,11 @@ class HealthResponseSchema(Schema):
                                                                  "wsrep_local_state_comment, wsrep_ready), "
                                                                  "latency_ms, error}; "
                                                                  "ami: {ok, configured, host, latency_ms, error}"})
-    metrics = fields.Dict(required=True)
+    metrics = fields.Dict(required=True, metadata={
+        "description": "uptime_seconds, requests, pending_actions, open_missed_activities, blocked_agents, "
+                       "live_reservations, unleased_reservations, oldest_reservation_seconds, last_sweep_at, "
+                       "last_sweep_result, agent_sockets: {open, capacity, left, refused, hosts: [{host, open, "
+                       "capacity, left, refused, workers, updated_at}]} (hosts that reported in the last 60 s)"})
     logs = fields.List(fields.String(), required=True)
     version = fields.String(required=True)
 

@@ -9,6 +9,11 @@ cannot set headers) and `?agentId=` or `?extension=`. Frames are JSON text
   `agent.resumed`; `server_error` {reason}.
 - agent to server: `agent.pause` {code, note?} and `agent.resume` {}.
 
+Capacity (issue #27): a host holds at most WS_MAX_SOCKETS sockets (`socket_slots`, shared by the
+workers of one gunicorn); past it a new socket gets `server_error` {reason: "at_capacity",
+retry_after: seconds} and close 1013 (try again later) at once. Each process serving sockets
+writes its host's count to dialerapi_socket_hosts every HEARTBEAT_SECONDS for /health and /metrics.
+
 Changes reach the sockets through the outbox: every process runs one `EventHub` thread that
 tails dialerapi_outbox every 0.5 s (`events.OutboxTail`: no row is skipped when rows commit out
 of id order) and sends fresh snapshots to its own sockets of the agents
@@ -17,6 +22,8 @@ named there, so a change made by any process, host or the dialing engine arrives
 
 import json
 import logging
+import os
+import socket
 import threading
 import time
 
@@ -25,7 +32,9 @@ from flask_sock import Sock
 
 from . import agents, auth, claims, clock
 from .auth import public
+from .db import queries
 from .events import OutboxTail
+from .socket_slots import SocketSlots
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +43,8 @@ sock = Sock()
 POLL_SECONDS = 0.5
 PING_SECONDS = 25
 POLICY_VIOLATION = 1008
+TRY_AGAIN_LATER = 1013
+HEARTBEAT_SECONDS = 5
 # The largest message a panel sends is a pause with an 80-character note; 4 KiB leaves room for
 # growth. A larger one closes the socket with 1009 before more of it is buffered (issue #17).
 MAX_MESSAGE_BYTES = 4096
@@ -64,16 +75,23 @@ class EventHub:
 
     def __init__(self, app):
         self.app = app
+        self.slots = SocketSlots(app.config["WS_MAX_SOCKETS"])
+        # "hostname/bind" of this gunicorn (deploy/gunicorn.conf.py exports the bind), else of this process.
+        self.host = f"{socket.gethostname()}/{os.environ.get('DIALERAPI_INSTANCE') or f'pid{os.getpid()}'}"
         self._lock = threading.Lock()
         self._connections = {}
         self._thread = None
 
-    def add(self, connection):
+    def start(self):
+        """Start this process's outbox and heartbeat thread (once; at its first /ws request)."""
         with self._lock:
-            self._connections.setdefault(connection.agent_id, set()).add(connection)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._tail, name="dialerapi-outbox", daemon=True)
                 self._thread.start()
+
+    def add(self, connection):
+        with self._lock:
+            self._connections.setdefault(connection.agent_id, set()).add(connection)
 
     def remove(self, connection):
         """Forget a closed socket; True when it was the agent's last one in this process."""
@@ -107,11 +125,23 @@ class EventHub:
             except Exception:  # the socket closed under us; its handler removes it
                 log.debug("dropping an event for a closed socket", exc_info=True)
 
+    def write_heartbeat(self):
+        """Write this host's open sockets, capacity and refusals to dialerapi_socket_hosts."""
+        state = self.slots.state()
+        tz = self.app.config["DB_TIMEZONE"]
+        self.app.extensions["dialerapi.db"].run(
+            queries.write_socket_host, host=self.host[:255], open_sockets=state["open"], capacity=state["capacity"],
+            refused=state["refused"], workers=json.dumps(state["workers"][:200]), updated_at=clock.now(tz))
+
     def _tail(self):
         db = self.app.extensions["dialerapi.db"]
         tail = OutboxTail()
+        next_heartbeat = 0
         while True:
             try:
+                if time.monotonic() >= next_heartbeat:
+                    next_heartbeat = time.monotonic() + HEARTBEAT_SECONDS
+                    self.write_heartbeat()
                 rows = tail.poll(db)
                 for agent_id in sorted({row["agent_id"] for row in rows}):
                     with self._lock:
@@ -135,11 +165,11 @@ def decline_compression():
         request.environ.pop("HTTP_SEC_WEBSOCKET_EXTENSIONS", None)
 
 
-def _reject(ws, reason):
-    """Send `server_error` {reason} and close with 1008, then wait (at most CLOSE_WAIT_SECONDS) for the
-    client's close frame, so the connection ends with a complete close handshake (RFC 6455 7.1.1)."""
-    ws.send(json.dumps({"event": "server_error", "data": {"reason": reason}}))
-    ws.close(reason=POLICY_VIOLATION, message=reason)
+def _reject(ws, reason, code=POLICY_VIOLATION, **data):
+    """Send `server_error` {reason, **data} and close with `code`, then wait (at most CLOSE_WAIT_SECONDS)
+    for the client's close frame, so the connection ends with a complete close handshake (RFC 6455 7.1.1)."""
+    ws.send(json.dumps({"event": "server_error", "data": {"reason": reason, **data}}))
+    ws.close(reason=code, message=reason)
     ws.thread.join(CLOSE_WAIT_SECONDS)
 
 
@@ -160,6 +190,20 @@ def agent_socket(ws):
     keys = auth.presented_keys(request.headers) + [k for k in request.args.getlist("key") if k]
     if not auth.key_matches(keys, app.config["WS_SECRET"]):
         return _reject(ws, "unauthorized")
+    hub = app.extensions["dialerapi.events"]
+    hub.start()
+    # Before any database work: a full host answers at once, whatever the database is doing.
+    if not hub.slots.acquire():
+        return _reject(ws, "at_capacity", TRY_AGAIN_LATER, retry_after=app.config["WS_RETRY_AFTER_SECONDS"])
+    try:
+        _serve(app, hub, ws)
+    finally:
+        hub.slots.release()
+
+
+def _serve(app, hub, ws):
+    """The agent's session on an admitted socket: find the agent, mark the panel active, send state
+    and answer frames until the socket closes; then mark the panel inactive if it was the last one."""
     lookup = _lookup()
     db = app.extensions["dialerapi.db"]
     try:
@@ -169,7 +213,6 @@ def agent_socket(ws):
     if agent is None:
         return _reject(ws, "unknown_agent")
 
-    hub = app.extensions["dialerapi.events"]
     connection = AgentConnection(ws, agent["id"])
     hub.add(connection)
     # A connected panel is what makes an agent "panel-active" for the claim.

@@ -42,6 +42,7 @@ DATA_TABLES = (
     "sales_master", "sales_pending_actions", "sales_call_attempts", "sales_agents", "sales_agent_skills",
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
     "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox", "dialerapi_engine_replies",
+    "dialerapi_socket_hosts",
 )
 
 
@@ -228,15 +229,16 @@ class LiveServer:
         self.process.wait(timeout=30)
 
 
-def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, **settings):
-    """Start gunicorn (gthread workers) on a free port with the test settings plus `settings`; wait until it serves.
+def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, pool="http", **settings):
+    """Start gunicorn on a free port with the test settings plus `settings`; wait until it serves.
 
-    Its clock starts at `now` (wall-clock in TZ) and runs on from there.
+    `pool`: "http" (gthread workers) or "sockets" (the socket pool, gevent workers), as
+    deploy/gunicorn.conf.py runs them. Its clock starts at `now` (wall-clock in TZ) and runs on.
     """
     port = free_port()
     env = faketime.environment({
         **os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET,
-        "JOBS_ENABLED": "false",
+        "JOBS_ENABLED": "false", "GUNICORN_POOL": pool,
         "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers), **settings,
     }, at=aware(now))
     with open(log, "wb") as out:
@@ -274,12 +276,14 @@ class Nginx:
 SHIPPED_ACCESS_LOG = "/var/log/nginx/dialerapi.access.log"
 
 
-def start_nginx(gunicorn, workdir):
-    """Start Debian's nginx with the shipped site in front of `gunicorn` (a LiveServer), listening on a
-    free loopback port and logging to `workdir`; wait until it answers."""
+def start_nginx(gunicorn, workdir, sockets=None):
+    """Start Debian's nginx with the shipped site in front of `gunicorn` (a LiveServer, the HTTP pool)
+    and `sockets` (the socket pool; `gunicorn` when None), listening on a free loopback port and
+    logging to `workdir`; wait until it answers."""
     port = free_port()
     site = (ROOT / "deploy" / "nginx" / "dialerapi.conf").read_text()
     site = site.replace("server 127.0.0.1:8000;", f"server {gunicorn.base_url.removeprefix('http://')};")
+    site = site.replace("server 127.0.0.1:8001;", f"server {(sockets or gunicorn).base_url.removeprefix('http://')};")
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
     assert SHIPPED_ACCESS_LOG in site
     site = site.replace(SHIPPED_ACCESS_LOG, str(workdir / "access.log"))
@@ -288,7 +292,7 @@ def start_nginx(gunicorn, workdir):
     temp = "\n".join(f"  {kind}_temp_path {workdir}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     (workdir / "nginx.conf").write_text(
         f"user root;\ndaemon off;\npid {workdir}/nginx.pid;\nerror_log {workdir}/error.log warn;\n"
-        f"events {{ worker_connections 1024; }}\n"
+        f"worker_rlimit_nofile 8192;\nevents {{ worker_connections 4096; }}\n"
         f"http {{\n  access_log off;\n{temp}\n  include {workdir}/site.conf;\n}}\n"
     )
     process = subprocess.Popen([ensure_program("nginx", "nginx"), "-c", str(workdir / "nginx.conf"), "-p", str(workdir)],

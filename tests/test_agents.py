@@ -289,8 +289,13 @@ def test_settle_queues_an_event_for_the_agent(app, agent, new_lead, make_live, s
 def test_outbox_rows_older_than_an_hour_are_pruned_once_per_tick(app, sql):
     sql("INSERT INTO dialerapi_outbox (agent_id, created_at) VALUES (501, %s), (502, %s)",
         NOW - timedelta(minutes=61), NOW - timedelta(minutes=59))
-    assert jobs.prune_tick(app) == {"outbox": 1, "engine_replies": 0}
+    # A socket host that stopped writing its row an hour ago is gone (issue #27); a live one stays.
+    sql("INSERT INTO dialerapi_socket_hosts (host, open_sockets, capacity, refused, workers, updated_at)"
+        " VALUES ('gone/127.0.0.1:8001', 3, 2000, 0, '[3]', %s), ('live/127.0.0.1:8001', 5, 2000, 0, '[5]', %s)",
+        NOW - timedelta(minutes=61), NOW - timedelta(seconds=5))
+    assert jobs.prune_tick(app) == {"outbox": 1, "engine_replies": 0, "socket_hosts": 1}
     assert [r["agent_id"] for r in sql("SELECT agent_id FROM dialerapi_outbox")] == [502]
+    assert [r["host"] for r in sql("SELECT host FROM dialerapi_socket_hosts")] == ["live/127.0.0.1:8001"]
     assert jobs.prune_tick(app) is None
 
 

@@ -109,6 +109,13 @@ def test_the_systemd_unit_and_the_cron_line_use_the_shipped_files():
     assert exec_start[1:] == ["-c", "deploy/gunicorn.conf.py", "wsgi:app"]
     assert (ROOT / exec_start[2]).exists() and (ROOT / "wsgi.py").exists()
     assert "EnvironmentFile=/etc/dialerapi/env" in unit and "Restart=on-failure" in unit
+    # The socket pool (issue #27): the same app and settings file, GUNICORN_POOL=sockets, room for its sockets.
+    sockets = (ROOT / "deploy" / "systemd" / "dialerapi-sockets.service").read_text()
+    assert re.search(r"^ExecStart=(.+)$", sockets, re.M).group(1).split() == exec_start
+    assert "Environment=GUNICORN_POOL=sockets" in sockets and "EnvironmentFile=/etc/dialerapi/env" in sockets
+    assert int(re.search(r"^LimitNOFILE=(\d+)$", sockets, re.M).group(1)) > 2000 + 256
+    site = SITE.read_text()
+    assert "server 127.0.0.1:8001;" in site and "proxy_pass http://dialerapi_sockets;" in site
     cron = (ROOT / "deploy" / "cron" / "dialerapi-health").read_text()
     line = [l for l in cron.splitlines() if l.startswith("* * * * *")][0]
     assert "/health" in line and "X-API-Key: $WS_SECRET" in line and "curl -fsS" in line

@@ -1,0 +1,248 @@
+"""Floor benchmark (issue #27): 1,000 agent sockets open on one host, and what the CRM, the engine
+and the health probe see meanwhile.
+
+    make bench            (runs this after bench/service_bench.py and bench/claim_bench.py)
+
+The shipped serving model: the HTTP pool (deploy/gunicorn.conf.py, 2 gthread workers) and the
+socket pool (GUNICORN_POOL=sockets, its defaults: 1 gevent worker, WS_MAX_SOCKETS 2000) behind the
+shipped nginx site, as a browser reaches them. Two phases, back to back in the same minutes:
+with no socket open, then with SOCKETS panels open (python-websockets, one asyncio thread).
+
+- Requests: /healthz, a 1-lead push and a predictive engine claim, each at RATE per second for
+  SECONDS (wrk, bench/floor.lua, latency measured in C on the client), all three at once, so the
+  floor is busy; p50 and p99 per kind.
+- Events (with sockets open only): for EVENTS agents in turn, a progressive claim and
+  POST /engine/call-connected through nginx; the latency is from the call-connected answer to that
+  agent's `dialer.missed_activities` frame naming the lead, on its own socket.
+- Memory: resident memory of the socket pool's workers with none and with SOCKETS open, per 100.
+
+Targets (issue #27): /healthz, push and claim p99 < 50 ms with the sockets open; event p99 < 2 s.
+Prints a table and writes bench-results-floor.json.
+"""
+
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import requests
+import websockets
+
+from common import bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
+from dialerapi.db import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from conftest import start_nginx  # noqa: E402 (the tests' private nginx with the shipped site)
+
+DB_NAME = "dialerapi_bench_floor"
+SECRET = "bench-secret-0123456789"
+ENGINE_SECRET = "bench-engine-secret-9876543210"
+SOCKETS = int(os.environ.get("BENCH_SOCKETS", 1000))
+SECONDS = int(os.environ.get("BENCH_FLOOR_SECONDS", 15))
+RATE = 20
+EVENTS = 100
+FIRST_AGENT = 10000
+LEADS = 100_000
+TARGET_P99_MS, TARGET_EVENT_P99_MS = 50, 2000
+
+
+def fresh_floor(url):
+    """SOCKETS + EVENTS agents dialing home_loan, idle on AMI, and LEADS due home_loan leads."""
+    conn = connect(url, io_timeout=600)
+    with conn.cursor() as cur:
+        for table in ("sales_pending_actions", "sales_missed_activities", "sales_call_attempts",
+                      "sales_agent_skills", "sales_agents", "dialerapi_outbox", "dialerapi_engine_replies",
+                      "dialerapi_socket_hosts"):
+            cur.execute(f"DELETE FROM {table}")
+        cur.execute("TRUNCATE sales_master")
+        cur.execute("INSERT INTO sales_master (oli_id, data_id, phone_number, client_name, form_type, priority_id,"
+                    " dial_status, call_count, isReserved, created_at, updated_at)"
+                    " SELECT CONCAT('L-', LPAD(seq, 6, '0')), UUID(), CONCAT('9198', LPAD(seq, 8, '0')),"
+                    f" CONCAT('Lead ', seq), 'home_loan', 2, 'Pending', 0, 0, NOW(), NOW() FROM seq_0_to_{LEADS - 1}")
+        cur.execute(f"INSERT INTO sales_agents (id, extension, name, ami_idle) SELECT {FIRST_AGENT} + seq,"
+                    f" CONCAT('6', LPAD(seq, 4, '0')), CONCAT('Agent ', seq), 1 FROM seq_0_to_{SOCKETS + EVENTS - 1}")
+        cur.execute("INSERT INTO sales_agent_skills (agent_id, form_type) SELECT id, 'home_loan' FROM sales_agents")
+    conn.commit()
+    conn.close()
+
+
+def panels_active(url, active):
+    conn = connect(url)
+    with conn.cursor() as cur:
+        cur.execute("UPDATE sales_agents SET panel_active = %s", (int(active),))
+    conn.commit()
+    conn.close()
+
+
+class Floor:
+    """Agent panels held open by one asyncio thread; records when each agent's frames arrive."""
+
+    def __init__(self, url, agent_ids):
+        self.frames = {}  # agent_id -> [(monotonic seconds, message)]
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._sockets = []
+
+        async def open_all():
+            return await asyncio.gather(*(self._panel(url, agent_id) for agent_id in agent_ids))
+
+        started = time.monotonic()
+        self._sockets = asyncio.run_coroutine_threadsafe(open_all(), self._loop).result(300)
+        self.opened_seconds = time.monotonic() - started
+
+    async def _panel(self, url, agent_id):
+        ws = await websockets.connect(f"{url}/ws?agentId={agent_id}", additional_headers={"X-API-Key": SECRET},
+                                      open_timeout=120, ping_interval=None, max_queue=None)
+        frames = self.frames.setdefault(agent_id, [])
+        for _ in range(2):  # the state on connect
+            frames.append((time.monotonic(), json.loads(await ws.recv())))
+        self._loop.create_task(self._read(ws, frames))
+        return ws
+
+    @staticmethod
+    async def _read(ws, frames):
+        try:
+            async for raw in ws:
+                frames.append((time.monotonic(), json.loads(raw)))
+        except websockets.ConnectionClosed:
+            pass
+
+    def with_state(self):
+        """Agents whose two state events arrived on connect."""
+        return sum(1 for frames in self.frames.values()
+                   if [m["event"] for _, m in frames[:2]] == ["dialer.outbound_blocked", "dialer.missed_activities"])
+
+    def arrival(self, agent_id, oli_id, after, timeout=10):
+        """When agent_id's socket got a missed_activities frame naming oli_id, at or after `after`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for at, message in list(self.frames.get(agent_id, ())):
+                if at >= after and message["event"] == "dialer.missed_activities" and \
+                        any(item["oli_id"] == oli_id for item in message["data"]["items"]):
+                    return at
+            time.sleep(0.005)
+        return None
+
+    def close(self):
+        async def close_all():
+            await asyncio.gather(*(ws.close() for ws in self._sockets), return_exceptions=True)
+        asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(120)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def requests_at_rate(base, run):
+    """/healthz, 1-lead pushes and predictive claims at RATE/s each, all at once for SECONDS."""
+    reports, threads = {}, []
+    for endpoint in ("healthz", "push", "claim"):
+        def one(endpoint=endpoint):
+            reports[endpoint] = wrk("floor.lua", base, SECONDS, BENCH_RATE=RATE, BENCH_ENDPOINT=endpoint,
+                                    BENCH_RUN=f"{run}{endpoint}", WS_SECRET=SECRET, ENGINE_SECRET=ENGINE_SECRET)
+        threads.append(threading.Thread(target=one))
+        threads[-1].start()
+    for thread in threads:
+        thread.join()
+    if len(reports) != 3:
+        sys.exit(f"a wrk run failed: only {sorted(reports)} reported")
+    return {endpoint: {k: report[k] for k in ("requests", "rate_per_s", "status_errors", "p50_ms", "p99_ms")}
+            for endpoint, report in reports.items()}
+
+
+def event_latencies(base, floor):
+    """call-connected answered -> the agent's missed_activities frame, for EVENTS agents, in ms."""
+    engine = {"X-API-Key": ENGINE_SECRET}
+    latencies = []
+    for n in range(EVENTS):
+        agent_id = FIRST_AGENT + n
+        claim = requests.post(f"{base}/engine/claim", headers=engine, timeout=10, json={
+            "mode": "progressive", "agent_id": agent_id, "request_id": f"event-claim-{n}"}).json()
+        oli_id = claim["lead"]["oli_id"]
+        requests.post(f"{base}/engine/call-connected", headers=engine, timeout=10, json={
+            "oli_id": oli_id, "agent_id": agent_id, "request_id": f"event-connected-{n}"}).raise_for_status()
+        answered = time.monotonic()
+        arrived = floor.arrival(agent_id, oli_id, answered - 1)
+        latencies.append(None if arrived is None else max(0.0, (arrived - answered) * 1000))
+        time.sleep(0.1)
+    return latencies
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 1)
+
+
+def main():
+    url = bench_database(DB_NAME)
+    fresh_floor(url)
+    settings = {"DATABASE_URL": url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET, "TRUSTED_PROXY_COUNT": "1"}
+    port = 19000 + os.getpid() % 400
+    workdir = Path(f"/tmp/dialerapi-bench-floor-{os.getpid()}")
+    workdir.mkdir(exist_ok=True)
+    with gunicorn("wsgi:app", port, **settings) as (http, _), \
+            gunicorn("wsgi:app", port + 1, workers=1, GUNICORN_POOL="sockets", **settings) as (sockets, sockets_pid):
+        nginx = start_nginx(SimpleNamespace(base_url=http), workdir, sockets=SimpleNamespace(base_url=sockets))
+        base = f"http://127.0.0.1:{nginx.port}"
+        try:
+            rss_before = worker_rss_mb(sockets_pid)
+            # The same claims with no socket here: the agents' panels count as active (on another host).
+            panels_active(url, True)
+            quiet = requests_at_rate(base, "quiet")
+            wait_until_idle(url)
+            panels_active(url, False)
+            floor = Floor(base.replace("http://", "ws://"), range(FIRST_AGENT + EVENTS, FIRST_AGENT + EVENTS + SOCKETS))
+            events_floor = Floor(base.replace("http://", "ws://"), range(FIRST_AGENT, FIRST_AGENT + EVENTS))
+            with_state = floor.with_state() + events_floor.with_state()
+            rss_open = worker_rss_mb(sockets_pid)
+            busy = {}
+            loader = threading.Thread(target=lambda: busy.update(requests_at_rate(base, "busy")))
+            loader.start()
+            latencies = event_latencies(base, events_floor)
+            loader.join()
+            events_floor.close()
+            floor.close()
+        finally:
+            nginx.stop()
+
+    delivered = [value for value in latencies if value is not None]
+    per_100 = round((sum(rss_open) - sum(rss_before)) / ((SOCKETS + EVENTS) / 100), 1)
+    result = {
+        "date": datetime.now().isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+                   "wrk, the Python socket client, nginx, both gunicorn pools and MariaDB on the same cores",
+        "sockets": SOCKETS + EVENTS, "sockets_with_state": with_state, "seconds_to_open": round(floor.opened_seconds, 1),
+        "rate_per_endpoint": RATE, "seconds": SECONDS,
+        "no_sockets": quiet, "sockets_open": busy,
+        "events": {"sent": len(latencies), "delivered": len(delivered), "p50_ms": percentile(delivered, 0.5),
+                   "p99_ms": percentile(delivered, 0.99), "max_ms": round(max(delivered), 1)},
+        "socket_pool_rss_mb": {"none_open": rss_before, "open": rss_open, "per_100_sockets": per_100},
+    }
+    result["target_met"] = (all(busy[k]["p99_ms"] < TARGET_P99_MS and not busy[k]["status_errors"] for k in busy)
+                            and result["events"]["p99_ms"] < TARGET_EVENT_P99_MS and len(delivered) == len(latencies)
+                            and with_state == SOCKETS + EVENTS)
+    print(f"\nfloor benchmark ({result['machine']})")
+    print(f"{SOCKETS + EVENTS} sockets through nginx: {with_state} got their state events on connect,"
+          f" all opened in {result['seconds_to_open']} s")
+    print(f"{'request at ' + str(RATE) + '/s each':28} {'no sockets p50/p99 ms':>24} {'sockets open p50/p99 ms':>26}")
+    for endpoint in ("healthz", "push", "claim"):
+        print(f"{endpoint:28} {quiet[endpoint]['p50_ms']:>11} / {quiet[endpoint]['p99_ms']:<10}"
+              f" {busy[endpoint]['p50_ms']:>12} / {busy[endpoint]['p99_ms']:<10}"
+              f" errors {quiet[endpoint]['status_errors']}/{busy[endpoint]['status_errors']}")
+    events = result["events"]
+    print(f"event call-connected -> agent's frame: {events['delivered']}/{events['sent']} delivered,"
+          f" p50 {events['p50_ms']} ms, p99 {events['p99_ms']} ms, max {events['max_ms']} ms")
+    print(f"socket pool RSS: {rss_before} MB with none open, {rss_open} MB with {SOCKETS + EVENTS} open:"
+          f" {per_100} MB per 100 sockets")
+    print(f"targets (p99 < {TARGET_P99_MS} ms, event p99 < {TARGET_EVENT_P99_MS} ms):"
+          f" {'met' if result['target_met'] else 'NOT met'}")
+    Path("bench-results-floor.json").write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+DROP TABLE dialerapi_socket_hosts;

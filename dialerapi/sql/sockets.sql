@@ -1,0 +1,14 @@
+-- The agent-socket capacity of each host (issue #27, migration 0011).
+
+-- name: write_socket_host(host, open_sockets, capacity, refused, workers, updated_at)!
+INSERT INTO dialerapi_socket_hosts (host, open_sockets, capacity, refused, workers, updated_at)
+VALUES (:host, :open_sockets, :capacity, :refused, :workers, :updated_at)
+ON DUPLICATE KEY UPDATE open_sockets = VALUES(open_sockets), capacity = VALUES(capacity),
+  refused = VALUES(refused), workers = VALUES(workers), updated_at = VALUES(updated_at);
+
+-- name: socket_hosts(since)
+SELECT host, open_sockets, capacity, refused, workers, updated_at FROM dialerapi_socket_hosts
+WHERE updated_at >= :since ORDER BY host;
+
+-- name: prune_socket_hosts(before)!
+DELETE FROM dialerapi_socket_hosts WHERE updated_at < :before;
