@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import threading
@@ -37,6 +38,7 @@ import websockets
 
 from common import bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
 from dialerapi.db import connect
+from dialerapi.sockets import POLL_SECONDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import start_nginx  # noqa: E402 (the tests' private nginx with the shipped site)
@@ -156,8 +158,12 @@ def requests_at_rate(base, run):
 
 
 def event_latencies(base, floor):
-    """call-connected answered -> the agent's missed_activities frame, for EVENTS agents, in ms."""
+    """call-connected answered -> the agent's missed_activities frame, for EVENTS agents, in ms.
+
+    The gap between events is drawn across a whole outbox poll period (seeded): a fixed gap after each
+    frame would fire every event at the same phase of the poll and hide the worst case."""
     engine = {"X-API-Key": ENGINE_SECRET}
+    gaps = random.Random(27)
     latencies = []
     for n in range(EVENTS):
         agent_id = FIRST_AGENT + n
@@ -169,7 +175,7 @@ def event_latencies(base, floor):
         answered = time.monotonic()
         arrived = floor.arrival(agent_id, oli_id, answered - 1)
         latencies.append(None if arrived is None else max(0.0, (arrived - answered) * 1000))
-        time.sleep(0.1)
+        time.sleep(gaps.uniform(0.05, 0.05 + POLL_SECONDS))
     return latencies
 
 
