@@ -37,6 +37,7 @@ import requests
 import websockets
 
 from common import bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
+from dialerapi import agent_tokens
 from dialerapi.db import connect
 from dialerapi.sockets import POLL_SECONDS
 
@@ -101,7 +102,9 @@ class Floor:
         self.opened_seconds = time.monotonic() - started
 
     async def _panel(self, url, agent_id):
-        ws = await websockets.connect(f"{url}/ws?agentId={agent_id}", additional_headers={"X-API-Key": SECRET},
+        # As a browser's panel connects (issue #28): the agent's token in the URL, the page's Origin.
+        token, _ = agent_tokens.mint({"WS_SECRET": SECRET, "AGENT_TOKEN_SECONDS": 43200}, agent_id)
+        ws = await websockets.connect(f"{url}/ws?token={token}", origin=url.replace("ws://", "http://"),
                                       open_timeout=120, ping_interval=None, max_queue=None)
         frames = self.frames.setdefault(agent_id, [])
         for _ in range(2):  # the state on connect

@@ -7,6 +7,7 @@
     dialerapi release OLI_ID release a live reservation that no settle will end (a crashed engine)
     dialerapi call-connected OLI_ID --agent-id N   open the agent's missed activity (for the engine)
     dialerapi agents add|update|list|remove|import|state   the agent roster and availability
+    dialerapi agents token ID   mint a token for an agent's panel (its /ws and missed activities only)
     dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
     dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
     dialerapi simulate       play a campaign on a virtual clock in its own schema; figures with intervals
@@ -24,7 +25,7 @@ from click.core import ParameterSource
 from flask import current_app
 from flask.cli import FlaskGroup
 
-from . import actions, agents, claims, clock, create_app, dialstate, migrate
+from . import actions, agent_tokens, agents, claims, clock, create_app, dialstate, migrate
 from .clock import format_wall_clock
 from .config import ConfigError
 from .db import get_db, queries
@@ -265,6 +266,30 @@ def agents_remove(agent_id):
     except agents.UnknownAgent:
         raise click.ClickException(f"no agent has id {agent_id}") from None
     click.echo(f"removed agent {agent_id}")
+
+
+@agents_group.command("token")
+@click.argument("agent_id", type=int)
+@click.option("--lifetime", type=click.IntRange(min=1), default=None,
+              help="Seconds the token is valid (default AGENT_TOKEN_SECONDS, at most AGENT_TOKEN_MAX_SECONDS).")
+@click.option("--json", "as_json", is_flag=True, help="Print {agent_id, token, expires_at} as JSON.")
+def agents_token(agent_id, lifetime, as_json):
+    """Mint a token for agent AGENT_ID's panel: it opens that agent's /ws and missed activities only
+    (issue #28). Prints the token (and its expiry, UTC, on stderr)."""
+    config = current_app.config
+    if lifetime is not None and lifetime > config["AGENT_TOKEN_MAX_SECONDS"]:
+        raise click.BadParameter(f"at most {config['AGENT_TOKEN_MAX_SECONDS']} seconds (AGENT_TOKEN_MAX_SECONDS)",
+                                 param_hint="--lifetime")
+    try:
+        agent = get_db().run(agents.find_agent, agent_id=agent_id)
+    except agents.UnknownAgent:
+        raise click.ClickException(f"no agent has id {agent_id}") from None
+    token, expires_at = agent_tokens.mint(config, agent["id"], lifetime)
+    if as_json:
+        _echo_json({"agent_id": agent["id"], "token": token, "expires_at": clock.format_utc(expires_at)})
+        return
+    click.echo(token)
+    click.echo(f"expires {clock.format_utc(expires_at)}", err=True)
 
 
 @agents_group.command("import")

@@ -79,6 +79,19 @@ def _flag(name, value):
     raise ConfigError(f"{name}={value!r} must be true or false")
 
 
+def _origins(name, value):
+    """A comma-separated list of web origins (scheme://host[:port]) as a tuple, lower case, or ("*",)."""
+    origins = tuple(item.strip().lower().rstrip("/") for item in str(value).split(",") if item.strip())
+    if origins == ("*",):
+        return origins
+    for origin in origins:
+        parts = urlsplit(origin)
+        if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path or parts.query:
+            raise ConfigError(f"{name} has {origin!r}: give origins as scheme://host[:port], "
+                              "e.g. https://desk.example.com, separated by commas, or *")
+    return origins
+
+
 def _log_level(name, value):
     level = str(value).strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -162,6 +175,26 @@ SETTINGS = {
     "WS_SECRET": (None, _secret),
     # The dialing engine's key for /engine/ (empty: the engine API answers 401 to everyone).
     "ENGINE_SECRET": ("", _optional_secret),
+    # The monitor's read-only key: /health, /api/health and /metrics, nothing else (issue #28).
+    "MONITOR_SECRET": ("", _optional_secret),
+    # During a rotation, the key being retired, still accepted until removed (README "Rotating keys").
+    "WS_SECRET_PREVIOUS": ("", _optional_secret),
+    "ENGINE_SECRET_PREVIOUS": ("", _optional_secret),
+    "MONITOR_SECRET_PREVIOUS": ("", _optional_secret),
+    # Agent tokens (agent_tokens.py): the signing key (empty: WS_SECRET, and WS_SECRET_PREVIOUS
+    # for tokens signed before a rotation), the key being retired, the default lifetime (a shift)
+    # and the longest a caller may ask for, in seconds.
+    "AGENT_TOKEN_KEY": ("", _optional_secret),
+    "AGENT_TOKEN_KEY_PREVIOUS": ("", _optional_secret),
+    "AGENT_TOKEN_SECONDS": ("43200", _positive_int),
+    "AGENT_TOKEN_MAX_SECONDS": ("86400", _positive_int),
+    # Origins of the agent desktop whose pages may open /ws (scheme://host[:port], comma-separated).
+    # Empty: only the service's own origin (the Origin's host equals the Host header); `*`: any.
+    # A socket with no Origin header (a server-side client, not a browser) is not checked.
+    "WS_ALLOWED_ORIGINS": ("", _origins),
+    # Accept WS_SECRET in the /ws URL (`?key=`, the handshake before issue #28) during a migration
+    # window; every use logs a warning. Off by default: a key in a URL ends up in a browser.
+    "WS_ALLOW_KEY_IN_URL": ("false", _flag),
     "DB_TIMEZONE": ("UTC", _timezone),
     "MISSED_ACTIVITY_GRACE_MINUTES": ("10", _non_negative_int),
     "RELEASE_RETRY_MS": ("60000", _non_negative_int),
@@ -198,6 +231,23 @@ SETTINGS = {
 }
 
 
+# Each caller's keys (current and previous): no key of one caller may open another's paths.
+CALLER_KEYS = {"the CRM's": ("WS_SECRET", "WS_SECRET_PREVIOUS"),
+               "the engine's": ("ENGINE_SECRET", "ENGINE_SECRET_PREVIOUS"),
+               "the monitor's": ("MONITOR_SECRET", "MONITOR_SECRET_PREVIOUS")}
+
+
+def _check_keys_differ(parsed):
+    owner = {}
+    for caller, names in CALLER_KEYS.items():
+        for name in names:
+            value = parsed[name]
+            if value and value in owner and owner[value][0] != caller:
+                other = owner[value][1]
+                raise ConfigError(f"{name} must differ from {other}: {caller} key must not open another caller's paths")
+            owner.setdefault(value, (caller, name))
+
+
 def load(overrides=None):
     """Read every D10 setting from overrides, then the environment, then `.env`, then defaults.
 
@@ -213,7 +263,8 @@ def load(overrides=None):
         if raw is None:
             parse(name, "")
         parsed[name] = raw if isinstance(raw, ZoneInfo) else parse(name, raw)
-    if parsed["ENGINE_SECRET"] and parsed["ENGINE_SECRET"] == parsed["WS_SECRET"]:
-        raise ConfigError("ENGINE_SECRET must differ from WS_SECRET: the CRM's key must not open the engine's endpoints")
+    _check_keys_differ(parsed)
+    if parsed["AGENT_TOKEN_SECONDS"] > parsed["AGENT_TOKEN_MAX_SECONDS"]:
+        raise ConfigError("AGENT_TOKEN_SECONDS must not exceed AGENT_TOKEN_MAX_SECONDS")
     parsed.update(overrides)
     return parsed

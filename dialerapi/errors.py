@@ -26,6 +26,7 @@ RETRY_AFTER_UNAVAILABLE_SECONDS = 2
 HTTP_CODES = {
     400: "validation_failed",
     401: "unauthorized",
+    403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
     413: "payload_too_large",
@@ -51,14 +52,16 @@ def error_body(status, mesg=""):
 
 
 class ApiError(Exception):
-    """An error answer: HTTP `status`, D3 `code`, optional `details` list and extra headers."""
+    """An error answer: HTTP `status`, D3 `code`, optional `details` list, extra headers, and extra
+    body fields (`reason`)."""
 
-    def __init__(self, status, code, details=None, headers=None):
+    def __init__(self, status, code, details=None, headers=None, **extra):
         super().__init__(code)
         self.status = status
         self.code = code
         self.details = details
         self.headers = headers or {}
+        self.extra = extra
 
 
 def validation_details(messages, path=""):
@@ -98,7 +101,7 @@ def register(app):
 
     @app.errorhandler(ApiError)
     def api_error(err):
-        return error_response(err.status, err.code, err.details, err.headers)
+        return error_response(err.status, err.code, err.details, err.headers, **err.extra)
 
     @app.errorhandler(UnknownLead)
     def unknown_lead(err):

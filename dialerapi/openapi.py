@@ -15,6 +15,8 @@ from marshmallow.validate import OneOf
 from . import schemas
 
 SECURITY = [{"bearerAuth": []}, {"apiKeyHeader": []}, {"accessKeyHeader": []}]
+AGENT_SECURITY = [{"agentToken": []}]
+MONITOR_SECURITY = [{"monitorBearerAuth": []}]
 ENGINE_SECURITY = [{"engineBearerAuth": []}, {"engineApiKeyHeader": []}, {"engineAccessKeyHeader": []}]
 JSON = "application/json"
 
@@ -28,7 +30,8 @@ class ErrorSchema(Schema):
     ok = fields.Boolean(required=True, metadata={"enum": [False]})
     error = fields.String(required=True, metadata={"example": "validation_failed"})
     details = fields.List(fields.Nested(DetailSchema), metadata={"description": "Only on 400 validation_failed"})
-    reason = fields.String(metadata={"description": "Only on 409 not_claimable: why the agent or lead cannot take it"})
+    reason = fields.String(metadata={"description": "On 409 not_claimable: why the agent or lead cannot take it; on 401 "
+                                                    "for a bad agent token: token_expired or invalid_token"})
 
 
 class PushResultSchema(Schema):
@@ -214,6 +217,14 @@ class EngineAgentStateResponseSchema(Schema):
     agent = fields.Nested(EngineAgentSchema, required=True)
 
 
+class AgentTokenResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    agent_id = fields.Integer(required=True, metadata={"example": 501})
+    token = fields.String(required=True, metadata={"description": "Opens this agent's /ws and missed activities only"})
+    expires_at = fields.String(required=True, metadata={"example": "2026-11-25T18:30:00Z", "description": "UTC"})
+    expires_in = fields.Integer(required=True, metadata={"example": 43200, "description": "Seconds from now"})
+
+
 def _json(schema, description, example=None):
     content = {"schema": schema}
     if example is not None:
@@ -228,7 +239,9 @@ def _error(description, code):
 RETRY_AFTER = {"Retry-After": {"description": "Seconds until the counter allows another request",
                                "schema": {"type": "integer"}}}
 COMMON = {
-    "401": _error("Missing or wrong key", "unauthorized"),
+    "401": _error("Missing or wrong key, or a bad agent token (`reason` token_expired or invalid_token)",
+                  "unauthorized"),
+    "403": _error("An agent token on a path it does not open (issue #28)", "forbidden"),
     "500": _error("Unexpected server error (no details)", "internal_error"),
 }
 WRITES = {
@@ -289,12 +302,27 @@ OPERATIONS = {
     }},
     "/api/missed-activities": {"get": {
         "tags": ["agents"], "summary": "One agent's open missed activities (exactly one of agentId and extension)",
+        "description": "With an agent's token (issue #28) instead of WS_SECRET: that agent's only; agentId and "
+                       "extension may then be left out.",
+        "security": SECURITY + AGENT_SECURITY,
         "parameters": [{"in": "query", "schema": "MissedActivitiesQuery"}],
         "responses": {"200": _json("MissedActivitiesResponse", "Oldest first, at most 100; times in UTC"),
                       "400": _json("Error", "Neither or both of agentId and extension, or a malformed one"),
+                      "403": _error("An agent token of another agent", "forbidden"),
                       "404": _json("Error", "`unknown_agent` or `unknown_extension`",
                                    {"ok": False, "error": "unknown_extension"}),
                       **LIMITED, **COMMON},
+    }},
+    "/api/agent-tokens": {"post": {
+        "tags": ["agents"], "summary": "Mint a short-lived token for one agent's panel (the agent desktop's server)",
+        "description": "The token opens that agent's socket (/ws?token=...) and its GET /api/missed-activities, "
+                       "nothing else. Give it to the agent's browser; never give it WS_SECRET.",
+        "requestBody": {"required": True, "content": {JSON: {"schema": "AgentTokenRequest",
+                                                           "example": {"agentId": 501, "lifetimeSeconds": 43200}}}},
+        "responses": {"201": _json("AgentTokenResponse", "The token and its expiry"),
+                      "404": _json("Error", "`unknown_agent` or `unknown_extension`",
+                                   {"ok": False, "error": "unknown_agent"}),
+                      **WRITES, **LIMITED, **COMMON},
     }},
     "/api/pause-reasons": {"get": {
         "tags": ["agents"], "summary": "The pause-reason catalog (public)", "security": [],
@@ -307,12 +335,14 @@ OPERATIONS = {
                                    {"ok": True, "ami": True, "db": True})},
     }},
     "/health": {"get": {
-        "tags": ["health"], "summary": "Detailed health",
+        "tags": ["health"], "summary": "Detailed health (WS_SECRET or the read-only MONITOR_SECRET)",
+        "security": SECURITY + MONITOR_SECURITY,
         "responses": {"200": _json("HealthResponse", "Healthy"), "503": _json("HealthResponse", "Unhealthy"),
                       **COMMON},
     }},
     "/metrics": {"get": {
-        "tags": ["health"], "summary": "Prometheus metrics",
+        "tags": ["health"], "summary": "Prometheus metrics (WS_SECRET or the read-only MONITOR_SECRET)",
+        "security": SECURITY + MONITOR_SECURITY,
         "responses": {"200": {"description": "Prometheus text format",
                               "content": {"text/plain": {"schema": {"type": "string"}}}}, **COMMON},
     }},
@@ -412,7 +442,8 @@ SCHEMAS = {
     "Error": ErrorSchema, "PushResponse": PushResponseSchema, "SendCallbackResponse": SendCallbackResponseSchema,
     "PendingCallbackResponse": PendingCallbackResponseSchema,
     "PendingDispositionResponse": PendingDispositionResponseSchema,
-    "MissedActivitiesResponse": MissedActivitiesResponseSchema, "PauseReasonsResponse": PauseReasonsResponseSchema,
+    "MissedActivitiesResponse": MissedActivitiesResponseSchema,
+    "AgentTokenRequest": schemas.AgentTokenRequest, "AgentTokenResponse": AgentTokenResponseSchema, "PauseReasonsResponse": PauseReasonsResponseSchema,
     "HealthzResponse": HealthzResponseSchema, "HealthResponse": HealthResponseSchema,
     "ProgressiveClaimRequest": schemas.ProgressiveClaimSchema, "PredictiveClaimRequest": schemas.PredictiveClaimSchema,
     "NamedClaimRequest": schemas.NamedClaimSchema, "EngineBridgeRequest": schemas.EngineBridgeSchema,
@@ -427,7 +458,7 @@ set callbacks and file dispositions, which are held while a lead is live on a ca
 it settles. Every error is `{"ok": false, "error": CODE}` (400 adds `details`). The key goes in
 `Authorization: Bearer`, `X-API-Key` or `X-Access-Key`: the CRM's WS_SECRET, except for the
 dialing engine's operations under `/engine/` (tag `engine`), which take ENGINE_SECRET. Agent panels
-use the websocket at `/ws` (see the README). Times: `YYYY-MM-DD HH:MM[:SS]` is wall-clock time in the service's DB_TIMEZONE;
+use the websocket at `/ws` with a token of their own agent (POST /api/agent-tokens; see the README). Times: `YYYY-MM-DD HH:MM[:SS]` is wall-clock time in the service's DB_TIMEZONE;
 ISO 8601 with an offset is converted. With daylight saving, a wall-clock time that does not exist
 moves forward by the gap and one that exists twice is its first occurrence (README, "Time and
 daylight saving")."""
@@ -449,6 +480,10 @@ def build():
                                                            "description": engine_key})
     spec.components.security_scheme("engineAccessKeyHeader", {"type": "apiKey", "in": "header", "name": "X-Access-Key",
                                                               "description": engine_key})
+    spec.components.security_scheme("agentToken", {
+        "type": "http", "scheme": "bearer", "description": "An agent's token from POST /api/agent-tokens"})
+    spec.components.security_scheme("monitorBearerAuth", {
+        "type": "http", "scheme": "bearer", "description": "MONITOR_SECRET, read-only: /health, /api/health, /metrics"})
     for name, schema in SCHEMAS.items():
         spec.components.schema(name, schema=schema)
     for path, operations in OPERATIONS.items():

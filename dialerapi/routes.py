@@ -6,12 +6,13 @@ transaction, and returns the JSON body. Errors are raised and rendered by errors
 
 import json
 import re
+from pathlib import Path
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, redirect, request, send_from_directory
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import actions, agents, catalog, clock, engine, health, leads, limits, observability, openapi, schemas
-from .auth import public
+from . import actions, agent_tokens, agents, auth, catalog, clock, engine, health, leads, limits, observability, openapi, schemas
+from .auth import AGENT, CRM, MONITOR, opens, public
 from .db import get_db
 from .errors import ApiError
 
@@ -22,8 +23,9 @@ catalog_bp = Blueprint("catalog", __name__)
 health_bp = Blueprint("health", __name__)
 docs_bp = Blueprint("api_docs", __name__)
 engine_bp = Blueprint("engine", __name__, url_prefix="/engine")
+panel_bp = Blueprint("panel", __name__)
 
-blueprints = (leads_bp, callbacks_bp, agents_bp, catalog_bp, health_bp, docs_bp, engine_bp)
+blueprints = (leads_bp, callbacks_bp, agents_bp, catalog_bp, health_bp, docs_bp, engine_bp, panel_bp)
 
 
 # Every object or array parsed costs about 60 bytes: 1 MiB of `{},` is 350,000 of them, 25 MB per
@@ -129,16 +131,43 @@ def pending_disposition():
 
 
 @agents_bp.get("/api/missed-activities")
+@opens(CRM, AGENT)
 @limits.missed_activities
 def missed_activities():
     """One agent's open missed activities (lead-intake-api.md, GET /api/missed-activities; D7).
 
-    Query: exactly one of agentId and extension. 200 {ok, agent_id, blocked, grace_minutes, items};
-    404 unknown_agent / unknown_extension; 400 for neither, both, or a malformed extension.
+    Query: exactly one of agentId and extension (with an agent token, neither: the token's agent).
+    200 {ok, agent_id, blocked, grace_minutes, items}; 404 unknown_agent / unknown_extension; 400 for
+    neither, both, or a malformed extension; 403 forbidden for an agent token of another agent (#28).
     """
-    lookup = load(schemas.MissedActivitiesQuery().load, request.args.to_dict())
+    args = request.args.to_dict()
+    caller = g.caller
+    if caller.role == AGENT and not {"agentId", "extension"} & args.keys():
+        lookup = {"agent_id": caller.agent_id}
+    else:
+        lookup = load(schemas.MissedActivitiesQuery().load, args)
     grace_minutes = current_app.config["MISSED_ACTIVITY_GRACE_MINUTES"]
-    return get_db().run(agents.missed_activities, clock.now(db_timezone()), db_timezone(), grace_minutes, **lookup)
+    answer = get_db().run(agents.missed_activities, clock.now(db_timezone()), db_timezone(), grace_minutes, **lookup)
+    # Checked on the answer, so an extension is resolved by the same read; nothing is written.
+    auth.require_own_agent(answer["agent_id"])
+    return answer
+
+
+@agents_bp.post("/api/agent-tokens")
+@limits.agent_tokens
+def mint_agent_token():
+    """A token for one agent's panel (issue #28; decisions.md D9), for the agent desktop's server.
+
+    Body: exactly one of agentId and extension, optional lifetimeSeconds. 201 {ok, agent_id, token,
+    expires_at (ISO 8601 UTC), expires_in (seconds)}; 404 unknown_agent / unknown_extension; 400.
+    """
+    config = current_app.config
+    request_ = load(schemas.AgentTokenRequest(config["AGENT_TOKEN_MAX_SECONDS"]).load, json_body())
+    lifetime = request_.pop("lifetime_seconds")
+    agent = get_db().run(agents.find_agent, **request_)
+    token, expires_at = agent_tokens.mint(config, agent["id"], lifetime)
+    return {"ok": True, "agent_id": agent["id"], "token": token, "expires_at": clock.format_utc(expires_at),
+            "expires_in": lifetime or config["AGENT_TOKEN_SECONDS"]}, 201
 
 @catalog_bp.get("/api/pause-reasons")
 @public
@@ -156,12 +185,14 @@ def healthz():
 
 @health_bp.get("/health")
 @health_bp.get("/api/health")
+@opens(CRM, MONITOR)
 def detailed_health():
     """Detailed health for the sysadmin's cron (D8): 200 healthy, 503 unhealthy; same body either way."""
     return health.report(current_app._get_current_object())
 
 
 @health_bp.get("/metrics")
+@opens(CRM, MONITOR)
 def metrics():
     """Prometheus metrics (text exposition format); authenticated like every non-public path."""
     body = observability.exposition(current_app.config["DATABASE_URL"], db_timezone())
@@ -227,3 +258,31 @@ def openapi_document():
     if document is None:
         document = current_app.extensions["dialerapi.openapi"] = openapi.build()
     return document
+
+
+PANEL_DIR = Path(__file__).resolve().parent / "panel"
+PANEL_FILES = ("index.html", "panel.js", "panel.css")
+# The panel's own files and its own origin only: no inline script, no third party, not framed.
+PANEL_POLICY = "default-src 'self'; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
+
+
+@panel_bp.get("/panel")
+@public
+def panel_redirect():
+    """/panel -> /panel/, keeping the fragment (a browser keeps it across a redirect)."""
+    return redirect("/panel/", code=308)
+
+
+@panel_bp.get("/panel/", defaults={"name": "index.html"})
+@panel_bp.get("/panel/<name>")
+@public
+def panel(name):
+    """The reference agent panel (issue #28): static HTML, JS and CSS shipped in the package. Public:
+    it holds no secret; the agent's token reaches it in the URL fragment or from the host page."""
+    if name not in PANEL_FILES:
+        raise ApiError(404, "not_found")
+    response = send_from_directory(PANEL_DIR, name, max_age=0)
+    response.headers["Content-Security-Policy"] = PANEL_POLICY
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response

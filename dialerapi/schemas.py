@@ -366,6 +366,32 @@ class MissedActivitiesQuery(Schema):
         return {"agent_id": data["agentId"]} if "agentId" in data else {"extension": data["extension"]}
 
 
+
+class AgentTokenRequest(MissedActivitiesQuery):
+    """POST /api/agent-tokens body (issue #28): exactly one of `agentId` and `extension`, and
+    optionally `lifetimeSeconds` (1 to AGENT_TOKEN_MAX_SECONDS; default AGENT_TOKEN_SECONDS).
+
+    Loads to {agent_id} or {extension}, plus lifetime_seconds (None when not given).
+    """
+
+    class Meta:
+        unknown = RAISE
+
+    lifetimeSeconds = fields.Integer(strict=True, validate=Range(1, error="must be at least 1 second"),
+                                     error_messages={"invalid": "must be a whole number of seconds"})
+
+    def __init__(self, max_seconds=None, **kwargs):
+        """`max_seconds`: AGENT_TOKEN_MAX_SECONDS (None only for the OpenAPI document, which has no config)."""
+        super().__init__(**kwargs)
+        if max_seconds is not None:
+            self.fields["lifetimeSeconds"].validators.append(
+                Range(1, max_seconds, error=f"must be 1 to {max_seconds} seconds (AGENT_TOKEN_MAX_SECONDS)"))
+
+    @post_load
+    def to_lookup(self, data, **kwargs):
+        lookup = {"agent_id": data["agentId"]} if "agentId" in data else {"extension": data["extension"]}
+        return {**lookup, "lifetime_seconds": data.get("lifetimeSeconds")}
+
 # --- the engine API (/engine/) ------------------------------------------------------------------
 # snake_case like the columns the engine shares (decisions.md D1); times per D2.
 

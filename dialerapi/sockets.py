@@ -1,8 +1,15 @@
 """The agent socket channel, /ws (decisions.md D9), with flask-sock.
 
-An agent panel connects with the secret (one of the three headers, or `?key=` since browsers
-cannot set headers) and `?agentId=` or `?extension=`. Frames are JSON text
-`{"event": NAME, "data": {...}}`:
+Who connects (issue #28, `admit`):
+- an agent panel in a browser, with its agent's token (`?token=`, since a browser cannot set
+  headers on a socket, or a header): the agent is the token's; an `?agentId=` or `?extension=`
+  that names another agent is refused (`agent_mismatch`);
+- a server-side client with WS_SECRET in a header, and `?agentId=` or `?extension=`;
+- WS_SECRET in the URL (`?key=`) is refused (`key_in_url`) unless WS_ALLOW_KEY_IN_URL is on for a
+  migration window, which logs a warning on each use.
+A socket whose `Origin` (sent by every browser) is not allowed (WS_ALLOWED_ORIGINS; by default the
+service's own origin) is refused (`origin_not_allowed`). Every refusal is `server_error` {reason}
+and close 1008. Frames are JSON text `{"event": NAME, "data": {...}}`:
 
 - server to agent: `dialer.outbound_blocked` {agent_id, blocked} and `dialer.missed_activities`
   {agent_id, blocked, grace_minutes, items} on connect and after every change; `agent.paused`,
@@ -31,6 +38,7 @@ from flask import current_app, request
 from flask_sock import Sock
 
 from . import agents, auth, claims, clock
+from .agent_tokens import InvalidToken
 from .auth import public
 from .db import queries
 from .events import OutboxTail
@@ -182,36 +190,78 @@ def _lookup():
     return None
 
 
+def origin_allowed(origin, host, allowed):
+    """Whether a socket whose handshake carries `origin` (None: not a browser) may connect to the
+    service reached as `host` (the Host header), given WS_ALLOWED_ORIGINS `allowed` (a tuple)."""
+    if origin is None or allowed == ("*",):
+        return True
+    origin = origin.strip().lower().rstrip("/")
+    if allowed:
+        return origin in allowed
+    return bool(host) and origin.partition("://")[2] == host.strip().lower()
+
+
+def admit(config):
+    """Who this socket's handshake names: (lookup, None) with `lookup` {agent_id} or {extension} plus
+    "token_agent_id" when a token named the agent, or (None, reason) for a refusal (D9, issue #28)."""
+    if not origin_allowed(request.headers.get("Origin"), request.headers.get("Host"), config["WS_ALLOWED_ORIGINS"]):
+        return None, "origin_not_allowed"
+    url_keys = [key for key in request.args.getlist("key") if key]
+    if url_keys and not config["WS_ALLOW_KEY_IN_URL"]:
+        return None, "key_in_url"
+    keys = auth.presented_keys(request.headers) + [token for token in request.args.getlist("token") if token]
+    try:
+        caller = auth.identify(keys, config)
+        if caller is None and url_keys:
+            caller = auth.identify(url_keys, config)
+            if caller is not None:
+                log.warning("WS_SECRET in a /ws URL (WS_ALLOW_KEY_IN_URL): move this panel to an agent token")
+    except InvalidToken as exc:
+        return None, exc.reason
+    lookup = _lookup()
+    if caller is not None and caller.role == auth.AGENT:
+        if lookup and lookup.get("agent_id", caller.agent_id) != caller.agent_id:
+            return None, "agent_mismatch"
+        return {**(lookup or {"agent_id": caller.agent_id}), "token_agent_id": caller.agent_id}, None
+    if caller is None or caller.role != auth.CRM:
+        return None, "unauthorized"
+    return lookup or {}, None
+
+
 @sock.route("/ws")
 @public
 def agent_socket(ws):
     """One agent panel's connection (D9); see the module docstring for the protocol."""
     app = current_app._get_current_object()
-    keys = auth.presented_keys(request.headers) + [k for k in request.args.getlist("key") if k]
-    if not auth.key_matches(keys, app.config["WS_SECRET"]):
-        return _reject(ws, "unauthorized")
+    lookup, refusal = admit(app.config)
+    if refusal:
+        return _reject(ws, refusal)
     hub = app.extensions["dialerapi.events"]
     hub.start()
     # Before any database work: a full host answers at once, whatever the database is doing.
     if not hub.slots.acquire():
         return _reject(ws, "at_capacity", TRY_AGAIN_LATER, retry_after=app.config["WS_RETRY_AFTER_SECONDS"])
     try:
-        _serve(app, hub, ws)
+        _serve(app, hub, ws, lookup)
     finally:
         hub.slots.release()
 
 
-def _serve(app, hub, ws):
-    """The agent's session on an admitted socket: find the agent, mark the panel active, send state
-    and answer frames until the socket closes; then mark the panel inactive if it was the last one."""
-    lookup = _lookup()
+def _serve(app, hub, ws, lookup):
+    """The agent's session on an admitted socket (`lookup` from `admit`): find the agent, mark the
+    panel active, send state and answer frames until the socket closes; then mark the panel inactive
+    if it was the last one."""
+    token_agent_id = lookup.pop("token_agent_id", None)
     db = app.extensions["dialerapi.db"]
     try:
         agent = db.run(agents.find_agent, **lookup) if lookup else None
     except (agents.UnknownAgent, agents.UnknownExtension):
         agent = None
+    # A token of a removed agent opens nothing; an extension that is another agent's is a mismatch.
     if agent is None:
         return _reject(ws, "unknown_agent")
+    if token_agent_id is not None and agent["id"] != token_agent_id:
+        return _reject(ws, "agent_mismatch")
 
     connection = AgentConnection(ws, agent["id"])
     hub.add(connection)

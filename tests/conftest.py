@@ -34,6 +34,7 @@ from dialerapi.limits import limiter
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-1234567890-abcdef"
 ENGINE_SECRET = "test-engine-secret-0987654321"
+MONITOR_SECRET = "test-monitor-secret-5555555555"
 # The zone the apps under test run in: DB_TIMEZONE from the environment or .env, as create_app reads it.
 TZ = settings.load({"DATABASE_URL": "mysql://tests@127.0.0.1/unused", "WS_SECRET": SECRET})["DB_TIMEZONE"]
 # "Now" for every test that does not set its own: a Saturday mid-morning, inside the work window.
@@ -153,8 +154,8 @@ def sql(sql_session):
 
 
 def make_app(database_url, **overrides):
-    config = {"DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET, "JOBS_ENABLED": False,
-              "TESTING": True}
+    config = {"DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET,
+              "MONITOR_SECRET": MONITOR_SECRET, "JOBS_ENABLED": False, "TESTING": True}
     config.update(overrides)
     return create_app(config)
 
@@ -238,7 +239,7 @@ def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, pool="http", *
     port = free_port()
     env = faketime.environment({
         **os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET,
-        "JOBS_ENABLED": "false", "GUNICORN_POOL": pool,
+        "MONITOR_SECRET": MONITOR_SECRET, "JOBS_ENABLED": "false", "GUNICORN_POOL": pool,
         "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers), **settings,
     }, at=aware(now))
     with open(log, "wb") as out:
@@ -258,6 +259,15 @@ def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, pool="http", *
                 server.stop()
                 pytest.fail("gunicorn did not start:\n" + Path(log).read_text())
             time.sleep(0.1)
+
+
+def mint_token(base_url, agent_id=None, key=SECRET, **body):
+    """POST /api/agent-tokens on a live server for `agent_id` (or the body's extension); the token."""
+    if agent_id is not None:
+        body["agentId"] = agent_id
+    response = requests.post(base_url + "/api/agent-tokens", json=body, headers={"X-API-Key": key}, timeout=10)
+    assert response.status_code == 201, response.text
+    return response.json()["token"]
 
 
 class Nginx:

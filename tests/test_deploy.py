@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ENGINE_SECRET, ROOT, SECRET, ensure_program, free_port, start_gunicorn, start_nginx
+from conftest import ENGINE_SECRET, ROOT, SECRET, ensure_program, free_port, mint_token, start_gunicorn, start_nginx
 from wsclient import Client
 
 SITE = ROOT / "deploy" / "nginx" / "dialerapi.conf"
@@ -64,7 +64,8 @@ def test_413_at_the_proxy_as_json(proxied, sql):
 
 def test_the_websocket_through_the_proxy(proxied, sql):
     sql("INSERT INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Kavya')")
-    client = Client.connect(f"ws://127.0.0.1:{proxied}/ws?agentId=501&key={SECRET}")
+    token = mint_token(f"http://127.0.0.1:{proxied}", 501)
+    client = Client.connect(f"ws://127.0.0.1:{proxied}/ws?token={token}")
     try:
         first = json.loads(client.receive(timeout=5))
         assert first == {"event": "dialer.outbound_blocked", "data": {"agent_id": 501, "blocked": False}}
@@ -73,12 +74,28 @@ def test_the_websocket_through_the_proxy(proxied, sql):
         assert frames[-1]["event"] == "agent.paused"
     finally:
         client.close()
-    # The key travelled in the query string; the shipped site's access log keeps the path alone (#17).
+    # The agent's token travelled in the query string; the shipped site's access log keeps the path alone (#17).
     deadline = time.monotonic() + 5
     while "/ws" not in ACCESS_LOG["path"].read_text() and time.monotonic() < deadline:
         time.sleep(0.1)
     logged = ACCESS_LOG["path"].read_text()
-    assert '"GET /ws HTTP/1.1" 101' in logged and SECRET not in logged and "key=" not in logged
+    assert '"GET /ws HTTP/1.1" 101' in logged and token not in logged and "token=" not in logged
+
+
+@pytest.mark.parametrize("origin, first", [
+    ("http://127.0.0.1:{port}", "dialer.outbound_blocked"),
+    ("http://127.0.0.1:1", "server_error"),
+])
+def test_the_proxy_keeps_the_port_so_a_browsers_own_origin_is_told_from_a_foreign_one(proxied, sql, origin, first):
+    """nginx forwards the Host with its port ($http_host): the panel served through nginx on any port
+    opens its socket, and a page of another origin (here another port) is refused (issue #28)."""
+    sql("INSERT INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Kavya')")
+    token = mint_token(f"http://127.0.0.1:{proxied}", 501)
+    client = Client.connect(f"ws://127.0.0.1:{proxied}/ws?token={token}", headers={"Origin": origin.format(port=proxied)})
+    try:
+        assert json.loads(client.receive(timeout=5))["event"] == first
+    finally:
+        client.close()
 
 
 def test_rate_limits_count_the_address_nginx_saw(proxied, sql):
@@ -118,7 +135,7 @@ def test_the_systemd_unit_and_the_cron_line_use_the_shipped_files():
     assert "server 127.0.0.1:8001;" in site and "proxy_pass http://dialerapi_sockets;" in site
     cron = (ROOT / "deploy" / "cron" / "dialerapi-health").read_text()
     line = [l for l in cron.splitlines() if l.startswith("* * * * *")][0]
-    assert "/health" in line and "X-API-Key: $WS_SECRET" in line and "curl -fsS" in line
+    assert "/health" in line and "X-API-Key: $MONITOR_SECRET" in line and "curl -fsS" in line
 
 
 def test_the_shipped_nginx_site_passes_nginx_t(tmp_path):

@@ -44,18 +44,26 @@ def test_the_document_covers_every_route_status_and_auth_header(client, app):
     assert document["openapi"] == "3.1.0"
     documented = {(path, method.upper()) for path, ops in document["paths"].items() for method in ops}
     served = {(rule.rule, method) for rule in app.url_map.iter_rules() for method in rule.methods - {"HEAD", "OPTIONS"}
-              if not rule.rule.startswith(("/docs", "/openapi.json", "/ws"))}
+              if not rule.rule.startswith(("/docs", "/openapi.json", "/ws", "/panel"))}
     assert served == documented
     schemes = document["components"]["securitySchemes"]
     assert [(s["type"], s.get("scheme"), s.get("name")) for s in schemes.values()] == 2 * [
-        ("http", "bearer", None), ("apiKey", None, "X-API-Key"), ("apiKey", None, "X-Access-Key")]
+        ("http", "bearer", None), ("apiKey", None, "X-API-Key"), ("apiKey", None, "X-Access-Key")] + 2 * [
+        ("http", "bearer", None)]
+    # Issue #28: an agent's token opens its missed activities; the monitor's key, health and metrics.
+    security = {path: {next(iter(s)) for s in document["paths"][path]["get"]["security"]}
+                for path in ("/api/missed-activities", "/health", "/api/health", "/metrics")}
+    assert security["/api/missed-activities"] == {"bearerAuth", "apiKeyHeader", "accessKeyHeader", "agentToken"}
+    for path in ("/health", "/api/health", "/metrics"):
+        assert security[path] == {"bearerAuth", "apiKeyHeader", "accessKeyHeader", "monitorBearerAuth"}
+    assert {"201", "400", "401", "404"} <= set(document["paths"]["/api/agent-tokens"]["post"]["responses"])
     for path in ("/engine/claim", "/engine/bridge", "/engine/call-connected", "/engine/settle", "/engine/agent-state"):
         operation = document["paths"][path]["post"]
         assert operation["tags"] == ["engine"] and {next(iter(s)) for s in operation["security"]} == {
             "engineBearerAuth", "engineApiKeyHeader", "engineAccessKeyHeader"}
         assert {"200", "400", "401"} <= set(operation["responses"])
     push = document["paths"]["/api/leads"]["post"]
-    assert set(push["responses"]) == {"201", "400", "401", "413", "500", "503"}
+    assert set(push["responses"]) == {"201", "400", "401", "403", "413", "500", "503"}
     assert push["responses"]["503"]["content"]["application/json"]["example"]["error"] == "commit_unknown"
     assert set(document["paths"]["/api/send-callback-request"]["post"]["responses"]) >= {"200", "404", "409", "429"}
     assert set(document["paths"]["/api/pending-callbacks"]["post"]["responses"]) >= {"200", "202", "404", "429"}

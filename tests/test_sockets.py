@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 import requests
 
-from conftest import SECRET, TZ, utc_text
+from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, TZ, mint_token, utc_text
 from dialerapi import agents, clock, dialstate
 from dialerapi.db import get_db
 from wsclient import Client, ConnectionClosed
@@ -77,10 +77,17 @@ def rejected(client):
 @pytest.mark.parametrize("query, headers", [
     ("agentId=501", {}),
     ("agentId=501", {"X-API-Key": "wrong"}),
-    ("agentId=501&key=wrong", {}),
+    ("agentId=501", {"X-API-Key": ENGINE_SECRET}),
+    ("agentId=501", {"X-API-Key": MONITOR_SECRET}),
 ])
 def test_a_wrong_or_missing_key_is_refused_with_1008(connect, floor, query, headers):
     assert rejected(connect(query, headers)) == ("unauthorized", 1008)
+
+
+@pytest.mark.parametrize("query", ["agentId=501&key=wrong", f"agentId=501&key={SECRET}"])
+def test_the_service_key_in_the_url_is_refused_with_1008(connect, floor, query):
+    """D9, issue #28: a key in a URL ends up in a browser; refused by default, right or wrong."""
+    assert rejected(connect(query, {})) == ("key_in_url", 1008)
 
 
 @pytest.mark.parametrize("query", ["agentId=999", "extension=4999", "", "agentId=abc", "extension=12"])
@@ -92,12 +99,14 @@ def test_an_unknown_agent_is_refused_with_1008(connect, floor, query):
 @pytest.mark.parametrize("query, headers", [
     ("agentId=501", AUTH),
     ("extension=4501", {"Authorization": f"Bearer {SECRET}"}),
-    (f"agentId=501&key={SECRET}", {}),
+    ("token={token}", {}),
+    ("", {"Authorization": "Bearer {token}"}),
 ])
-def test_a_snapshot_on_connect(connect, floor, new_lead, open_missed_activity, query, headers):
+def test_a_snapshot_on_connect(connect, floor, new_lead, open_missed_activity, live_server, query, headers):
     new_lead("OLI-1")
     open_missed_activity("OLI-1", agent_id=501, ended_at="2020-01-01 10:00:00", due_at="2020-01-01 10:10:00")
-    client = connect(query, headers)
+    token = mint_token(live_server.base_url, 501)
+    client = connect(query.format(token=token), {name: value.format(token=token) for name, value in headers.items()})
     blocked = frame(client)
     assert blocked == {"event": "dialer.outbound_blocked", "data": {"agent_id": 501, "blocked": True}}
     missed = frame(client)
