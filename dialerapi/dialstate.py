@@ -173,16 +173,22 @@ def dial_state_reset(*, data_id, dial_status, callback_scheduled_at=None, next_r
     }
 
 
-def push_reset(*, data_id, callback_scheduled_at, now, config, tz):
+def push_next_retry_at(now, config, tz):
+    """next_retry_at of a lead pushed at `now` without a callback time: None inside working hours,
+    else the next work_start (lead-intake-api.md, "Dial-state reset"). It depends on the batch's
+    `now` only, so a batch computes it once (issue #33)."""
+    return None if in_work_window(now, config) else next_work_start(now, config, tz)
+
+
+def push_reset(*, data_id, callback_scheduled_at, next_retry_at):
     """The dial-state reset written by a lead push (insert or update).
 
     With a callback time (only accepted on a callback priority) the lead becomes Callback and
     waits on callback_scheduled_at (next_retry_at NULL). Otherwise it becomes Pending with
-    next_retry_at NULL inside working hours, else the next work_start.
+    `next_retry_at` from push_next_retry_at.
     """
     if callback_scheduled_at is not None:
         return dial_state_reset(data_id=data_id, dial_status=CALLBACK, callback_scheduled_at=callback_scheduled_at)
-    next_retry_at = None if in_work_window(now, config) else next_work_start(now, config, tz)
     return dial_state_reset(data_id=data_id, dial_status=PENDING, next_retry_at=next_retry_at)
 
 

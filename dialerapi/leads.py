@@ -3,12 +3,21 @@
 A batch costs three statements inside its transaction, however many leads it carries: read the
 priority catalog and the dialer config, lock every oli_id of the batch in one SELECT ... FOR
 UPDATE, write every row in one multi-row INSERT ... ON DUPLICATE KEY UPDATE.
+
+What depends on the batch alone is done once per batch (issue #33): the push reset's next_retry_at
+and the reset values of a Pending lead, escaped once with `now` (db.Literal); each lead adds only
+its own values, as a tuple in the statement's column order.
 """
 
 import uuid
 
 from . import catalog, dialstate, schemas
-from .db import Conflict, queries
+from .db import Conflict, Literal, queries
+
+# upsert_leads' columns after each lead's own (oli_id, data_id, phone_number, client_name, form_type,
+# priority_id), in the statement's order; created_at and updated_at follow.
+RESET_COLUMNS = ("dial_status", "disposeRemark", "last_dial_result", "hangup_by", "hangup_cause", "last_attempt_at",
+                 "first_attempt_at", "next_retry_at", "callback_scheduled_at", "call_count", "isReserved")
 
 INSERTED = "inserted"
 UPDATED = "updated"
@@ -43,6 +52,10 @@ def push_leads(conn, leads, now, tz, config):
     then retries the whole batch, which will see the row and lock it.
     """
     existing = {row["oli_id"]: row for row in queries.lock_leads(conn, oli_ids=sorted({l["oli_id"] for l in leads}))}
+    stamps = (Literal(now),) * 2
+    pending_reset = dialstate.push_reset(data_id=None, callback_scheduled_at=None,
+                                         next_retry_at=dialstate.push_next_retry_at(now, config, tz))
+    pending_tail = tuple(Literal(pending_reset[column]) for column in RESET_COLUMNS) + stamps
     rows = {}
     results = []
     for lead in leads:
@@ -53,18 +66,14 @@ def push_leads(conn, leads, now, tz, config):
             continue
         data_id = str(uuid.uuid4())
         status = UPDATED if current is not None or oli_id in rows else INSERTED
-        rows[oli_id] = {
-            "oli_id": oli_id,
-            "phone_number": lead["phone_number"],
-            "client_name": lead["client_name"],
-            "form_type": lead["form_type"],
-            "priority_id": lead["priority_id"],
-            "created_at": now,
-            "updated_at": now,
-            **dialstate.push_reset(
-                data_id=data_id, callback_scheduled_at=lead["callback_scheduled_at"], now=now, config=config, tz=tz
-            ),
-        }
+        if lead["callback_scheduled_at"] is None:
+            tail = pending_tail
+        else:
+            reset = dialstate.push_reset(data_id=data_id, callback_scheduled_at=lead["callback_scheduled_at"],
+                                         next_retry_at=None)
+            tail = tuple(reset[column] for column in RESET_COLUMNS) + stamps
+        rows[oli_id] = (oli_id, data_id, lead["phone_number"], lead["client_name"], lead["form_type"],
+                        lead["priority_id"]) + tail
         results.append(_result(oli_id, status, data_id, lead))
     if rows:
         expected = sum(2 if oli_id in existing else 1 for oli_id in rows)

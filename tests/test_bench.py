@@ -2,10 +2,14 @@
 take its locks, or the ratio `make bench` prints compares unlike work (README "Performance")."""
 
 import importlib.util
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from conftest import make_app
+from dialerapi import clock
 from test_push import lead
 
 COMPARED = ("oli_id", "phone_number", "client_name", "form_type", "priority_id", "dial_status", "disposeRemark",
@@ -20,7 +24,11 @@ def reference(database_url, monkeypatch):
     spec = importlib.util.spec_from_file_location("reference_app", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    yield module.app.test_client()
+    # Its "now" is the service's one clock (D2), which each test freezes.
+    monkeypatch.setattr(module, "utcnow", clock.utcnow)
+    client = module.app.test_client()
+    client.module = module
+    yield client
     if hasattr(module.local, "conn"):
         module.local.conn.close()
 
@@ -34,8 +42,13 @@ def batch(tag):
                       for i in range(20)]}
 
 
-def test_the_reference_writes_what_the_service_writes(client, auth, reference, sql):
-    # frozen_clock's 10:00 is inside the work window: the push reset the reference hard-codes.
+@pytest.mark.parametrize("now", [datetime(2026, 11, 21, 10, 0), datetime(2026, 11, 21, 22, 0),
+                                 datetime(2026, 11, 21, 8, 59, 59), datetime(2026, 11, 21, 21, 0)])
+def test_the_reference_writes_what_the_service_writes(database_url, auth, reference, sql, frozen_clock, now):
+    """Inside the work window (next_retry_at NULL) and outside it (the next work_start, today's or
+    tomorrow's), in UTC, the zone the benchmark runs in and the only one the reference knows (#33)."""
+    frozen_clock(now, ZoneInfo("UTC"))
+    client = make_app(database_url, DB_TIMEZONE="UTC").test_client()
     assert client.post("/api/leads", json=batch("new"), headers=auth).status_code == 201
     assert client.post("/api/leads", json=batch("update"), headers=auth).status_code == 201
     by_service = rows(sql)
@@ -52,3 +65,18 @@ def test_the_reference_locks_the_batch_before_writing(reference, sql):
     before = selects()
     assert reference.post("/push", json=batch("new")).status_code == 201
     assert selects() - before >= 1
+
+
+
+def test_the_comparison_fails_when_the_reference_writes_otherwise(database_url, auth, reference, sql, frozen_clock,
+                                                                  monkeypatch):
+    """The check above has teeth: a reference that always wrote next_retry_at NULL (the one before
+    issue #33) differs from the service outside working hours."""
+    frozen_clock(datetime(2026, 11, 21, 22, 0), ZoneInfo("UTC"))
+    assert make_app(database_url, DB_TIMEZONE="UTC").test_client().post(
+        "/api/leads", json=batch("new"), headers=auth).status_code == 201
+    by_service = rows(sql)
+    sql("DELETE FROM sales_master")
+    monkeypatch.setattr(reference.module, "next_retry_at", lambda now, start, end: None)
+    assert reference.post("/push", json=batch("new")).status_code == 201
+    assert rows(sql) != by_service

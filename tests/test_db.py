@@ -212,3 +212,22 @@ def test_a_connection_on_a_fallback_node_goes_back_to_the_first_node(database_ur
         assert db.run(connection_id) == kept_id, "kept while younger than FALLBACK_SECONDS"
     finally:
         db.close()
+
+
+def test_a_literal_is_escaped_once_and_written_into_every_row_as_it_is(db, sql):
+    """db.Literal (issue #33): the push's `now` and reset values, escaped once per batch, reach the
+    table exactly as the same values bound per row would."""
+    moment = datetime(2026, 11, 21, 10, 0, 5)
+    with db.transaction() as conn:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO sales_agents (id, extension, name, wrapup_until) VALUES (%s, %s, %s, %s)",
+                            [(id_, f"4{id_}", "Agent", db_module.Literal(moment)) for id_ in (701, 702)])
+    assert [row["wrapup_until"] for row in sql("SELECT wrapup_until FROM sales_agents ORDER BY id")] == [moment] * 2
+    assert db_module.Literal(None).sql == "NULL" and db_module.Literal(0).sql == "0"
+    assert db_module.Literal("Pending").sql == "'Pending'"
+
+
+@pytest.mark.parametrize("value", ["O'Brien", "back\\slash", b"bytes", ["a"]])
+def test_a_literal_refuses_what_the_session_might_escape_otherwise(value):
+    with pytest.raises(TypeError):
+        db_module.Literal(value)

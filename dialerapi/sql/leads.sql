@@ -15,15 +15,14 @@ FOR UPDATE;
 -- One multi-row statement: inserts new oli_ids, and on rows this transaction holds locked and found
 -- not live writes the contact fields and the dial-state reset, keeping created_at. MySQL counts 1
 -- affected row per insert and 2 per update (data_id always changes), which is how the caller
--- notices that a concurrent push inserted a "new" oli_id first.
+-- notices that a concurrent push inserted a "new" oli_id first. Each row is a tuple in the order of
+-- the column list (leads.RESET_COLUMNS): positional placeholders spare PyMySQL a dict per row.
 INSERT INTO sales_master
   (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status, disposeRemark,
    last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at,
    callback_scheduled_at, call_count, isReserved, created_at, updated_at)
 VALUES
-  (:oli_id, :data_id, :phone_number, :client_name, :form_type, :priority_id, :dial_status, :disposeRemark,
-   :last_dial_result, :hangup_by, :hangup_cause, :last_attempt_at, :first_attempt_at, :next_retry_at,
-   :callback_scheduled_at, :call_count, :isReserved, :created_at, :updated_at)
+  (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON DUPLICATE KEY UPDATE
   data_id = VALUES(data_id), phone_number = VALUES(phone_number), client_name = VALUES(client_name),
   form_type = VALUES(form_type), priority_id = VALUES(priority_id), dial_status = VALUES(dial_status),
