@@ -162,7 +162,8 @@ class Literal:
     __slots__ = ("sql",)
 
     def __init__(self, value):
-        if not (value is None or isinstance(value, (int, float, datetime)) or (isinstance(value, str) and value.isalnum())):
+        plain_word = isinstance(value, str) and value.isalnum()
+        if not (value is None or plain_word or isinstance(value, (int, float, datetime))):
             raise TypeError(f"db.Literal takes None, numbers, datetimes and plain words, not {value!r}")
         self.sql = escape_item(value, "utf8mb4")
 

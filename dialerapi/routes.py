@@ -11,7 +11,8 @@ from pathlib import Path
 from flask import Blueprint, Response, current_app, g, redirect, request, send_from_directory
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import actions, agent_tokens, agents, auth, catalog, clock, engine, health, leads, limits, observability, openapi, schemas
+from . import (actions, agent_tokens, agents, auth, catalog, clock, engine, health, leads, limits, observability,
+               openapi, schemas)
 from .auth import AGENT, CRM, MONITOR, opens, public
 from .db import get_db
 from .errors import ApiError
@@ -162,9 +163,9 @@ def mint_agent_token():
     expires_at (ISO 8601 UTC), expires_in (seconds)}; 404 unknown_agent / unknown_extension; 400.
     """
     config = current_app.config
-    request_ = load(schemas.AgentTokenRequest(config["AGENT_TOKEN_MAX_SECONDS"]).load, json_body())
-    lifetime = request_.pop("lifetime_seconds")
-    agent = get_db().run(agents.find_agent, **request_)
+    wanted = load(schemas.AgentTokenRequest(config["AGENT_TOKEN_MAX_SECONDS"]).load, json_body())
+    lifetime = wanted.pop("lifetime_seconds")
+    agent = get_db().run(agents.find_agent, **wanted)
     token, expires_at = agent_tokens.mint(config, agent["id"], lifetime)
     return {"ok": True, "agent_id": agent["id"], "token": token, "expires_at": clock.format_utc(expires_at),
             "expires_in": lifetime or config["AGENT_TOKEN_SECONDS"]}, 201

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Writes a generated WS_SECRET (the CRM's key) and ENGINE_SECRET (the dialing engine's key, for
-# /engine/) into ./.env when neither the environment nor .env has one, and prints what it wrote.
+# Writes a generated WS_SECRET (the CRM's key), ENGINE_SECRET (the dialing engine's key, for
+# /engine/) and MONITOR_SECRET (the read-only key of /health and /metrics) into ./.env when neither
+# the environment nor .env has one, and prints what it wrote. Agent panels get tokens (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,5 +18,6 @@ ensure() {  # ensure NAME WHAT
   echo "  $name=$secret"
 }
 
-ensure WS_SECRET "the service secret (CRM, agent panels, health)"
+ensure WS_SECRET "the CRM's secret (also mints agent tokens)"
 ensure ENGINE_SECRET "the dialing engine's secret (/engine/ only)"
+ensure MONITOR_SECRET "the monitor's read-only secret (/health, /metrics)"

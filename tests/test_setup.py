@@ -240,18 +240,20 @@ def test_every_operator_command_has_a_useful_help():
     assert checked >= 15
 
 
-def test_make_run_generates_both_keys_once(tmp_path):
+def test_make_run_generates_each_callers_key_once(tmp_path):
     (tmp_path / "scripts").mkdir()
     script = tmp_path / "scripts" / "ensure-secret.sh"
     script.write_bytes((ROOT / "scripts" / "ensure-secret.sh").read_bytes())
     script.chmod(0o755)
     (tmp_path / ".env").write_text("WS_SECRET=kept-crm-secret-123456\n")
-    env = {key: value for key, value in os.environ.items() if key not in ("WS_SECRET", "ENGINE_SECRET")}
+    env = {key: value for key, value in os.environ.items() if key not in ("WS_SECRET", "ENGINE_SECRET", "MONITOR_SECRET")}
     first = subprocess.run([str(script)], env=env, capture_output=True, text=True, check=True)
-    assert "ENGINE_SECRET=" in first.stdout and "WS_SECRET=" not in first.stdout
+    assert "ENGINE_SECRET=" in first.stdout and "MONITOR_SECRET=" in first.stdout
+    assert "\n  WS_SECRET=" not in first.stdout
     written = (tmp_path / ".env").read_text()
     subprocess.run([str(script)], env=env, capture_output=True, text=True, check=True)
     assert (tmp_path / ".env").read_text() == written, "a second run changes nothing"
     values = dict(line.split("=", 1) for line in written.splitlines())
     assert values["WS_SECRET"] == "kept-crm-secret-123456" and len(values["ENGINE_SECRET"]) >= 40
+    assert len(values["MONITOR_SECRET"]) >= 40 and values["MONITOR_SECRET"] != values["ENGINE_SECRET"]
     assert oct((tmp_path / ".env").stat().st_mode)[-3:] == "600"
