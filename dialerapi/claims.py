@@ -55,16 +55,17 @@ def lock_agent(conn, agent_id):
     return with_lists(agent)
 
 
-def _candidates(conn, form_types, priorities, now, config, max_rows):
+def _candidates(conn, wanted, now, config, max_rows):
     """Unlocked candidate lead ids in claim order, and whether they are all there are.
 
+    `wanted`: (form_type, allowed priority_ids) pairs; an empty priority list allows every priority.
     Bucket by bucket, due-first within a bucket across form_types; at most `max_rows` per bucket
     and form_type. The second value is True when no bucket of any form_type was cut at `max_rows`.
     Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry rules 2).
     """
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
     rows, cut = [], False
-    for form_type in form_types:
+    for form_type, priorities in wanted:
         found = list(queries.due_candidates(
             conn, form_type=form_type, now=now, callbacks_open=callbacks_open, all_priorities=not priorities,
             priorities=tuple(priorities) or (0,), max_rows=max_rows))
@@ -74,8 +75,9 @@ def _candidates(conn, form_types, priorities, now, config, max_rows):
     return [row["id"] for row in rows], not cut
 
 
-def _lock_first_due(conn, form_types, priorities, now, config):
-    """Lock and return the first due, unreserved lead of `form_types` in claim order, or None.
+def _lock_first_due(conn, wanted, now, config):
+    """Lock and return the first due, unreserved lead of `wanted` ((form_type, allowed priority_ids)
+    pairs, as `_candidates` takes them) in claim order, or None.
 
     Candidates are read without locks, in index order, and locked one at a time with SKIP LOCKED,
     so concurrent claims pass each other's leads by instead of queueing on them. When a window of
@@ -87,7 +89,7 @@ def _lock_first_due(conn, form_types, priorities, now, config):
     tried, held = set(), []
     max_rows = CANDIDATES
     while True:
-        ids, complete = _candidates(conn, form_types, priorities, now, config, max_rows)
+        ids, complete = _candidates(conn, wanted, now, config, max_rows)
         for lead_id in ids:
             if lead_id in tried:
                 continue
@@ -124,32 +126,52 @@ def claim_next(conn, agent_id, now):
     reason = dialstate.unavailable_reason(agent, now)
     if reason:
         raise NotClaimable(reason)
-    row = _lock_first_due(conn, agent["skills"], agent["priorities"], now, config)
+    row = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config)
     if row is None:
         return None
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
-def claim_predictive(conn, now, *, ahead=False):
-    """Predictive claim: reserve the next due lead whose form_type some free agent has, or None.
+def claim_predictive(conn, now, *, ahead=False, form_type=None):
+    """Predictive claim: reserve the next due lead that some free agent could take, or None.
 
-    The customer is called first; `bridge` then picks the agent. Priorities are matched at bridge
-    time. None only when no lead of a free agent's skills is due and unreserved. `ahead` (dial
-    ahead): agents on a call or in wrap-up count as free too, so a pacing rule can dial before an
-    agent comes free (the customer holds until `bridge` finds one); paused, outbound-blocked and
-    panel-inactive agents never count. Raises NotClaimable with reason maintenance, or
-    no_free_agent when no agent with a skill is free (or, with `ahead`, staffed).
+    The customer is called first; `bridge` then picks the agent. With `form_type` (issue #29: a
+    pacing engine dials each skill on its own free agents) only leads of that form_type, and
+    NotClaimable no_free_agent when no agent with that skill is free; without it, leads of every
+    free agent's skills, as before. Either way a lead is taken only if a free agent with its skill
+    also allows its priority_id (an agent with no priority list allows all), so no call is dialed
+    that no free agent could take. None only when no such lead is due and unreserved. `ahead`
+    (dial ahead): agents on a call or in wrap-up count as free too, so a pacing rule can dial
+    before an agent comes free (the customer holds until `bridge` finds one); paused,
+    outbound-blocked and panel-inactive agents never count. Raises NotClaimable with reason
+    maintenance or no_free_agent.
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance:
         raise NotClaimable(MAINTENANCE)
-    skills = sorted({skill for agent in _free_agents(conn, now, ahead=ahead) for skill in agent["skills"]})
-    if not skills:
+    wanted = _skills_and_priorities(_free_agents(conn, now, ahead=ahead), form_type)
+    if not wanted:
         raise NotClaimable(NO_FREE_AGENT)
-    row = _lock_first_due(conn, skills, [], now, config)
+    row = _lock_first_due(conn, wanted, now, config)
     if row is None:
         return None
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+
+
+def _skills_and_priorities(agents, form_type=None):
+    """(form_type, allowed priority_ids) for each skill of `agents` (only `form_type` when given), in
+    form_type order: the union of the allowed priorities of the agents with that skill, or () for
+    every priority when one of them allows all."""
+    allowed = {}
+    for agent in agents:
+        for skill in agent["skills"]:
+            if form_type is not None and skill != form_type:
+                continue
+            if not agent["priorities"]:
+                allowed[skill] = None
+            elif allowed.get(skill, ()) is not None:
+                allowed[skill] = set(allowed.get(skill, ())) | set(agent["priorities"])
+    return [(skill, sorted(priorities or ())) for skill, priorities in sorted(allowed.items())]
 
 
 def _free_agents(conn, now, *, ahead=False):

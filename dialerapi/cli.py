@@ -326,21 +326,25 @@ def agents_import(csv_file):
 @click.option("--call-type", type=click.Choice(["redial", "inbound"]), default="redial", show_default=True,
               help="With --oli-id: the kind of call.")
 @click.option("--predictive", is_flag=True, help="Claim a lead for the skills of whoever is free; bridge later.")
-def claim(agent_id, oli_id, call_type, predictive):
+@click.option("--form-type", help="With --predictive: only a lead of this form_type (pacing per skill).")
+def claim(agent_id, oli_id, call_type, predictive, form_type):
     """Reserve a lead for the dialing engine (lead-intake-api.md, Claim and retry rules).
 
     Progressive: --agent-id N claims the next due lead for agent N (due Callback, then Pending,
-    Abandoned, Not Connected). Predictive: --predictive claims one for the free agents' skills.
+    Abandoned, Not Connected). Predictive: --predictive claims one that a free agent could take
+    (skill and priority), of one skill with --form-type.
     Redial or inbound: --agent-id N --oli-id X [--call-type inbound]. Prints the lead as JSON, or
     `null` when no lead it may take is due and unreserved; exits 1 with the reason when no claim
     can be made (maintenance, the agent's state, no free agent, a live named lead).
     """
     if predictive == (agent_id is not None) or (oli_id and agent_id is None):
         raise click.UsageError("give --agent-id (with or without --oli-id) or --predictive")
+    if form_type is not None and not predictive:
+        raise click.UsageError("--form-type goes with --predictive")
     db = get_db()
     try:
         if predictive:
-            row = db.run(claims.claim_predictive, _now())
+            row = db.run(claims.claim_predictive, _now(), form_type=form_type)
         elif oli_id:
             row = db.run(claims.claim_lead, agent_id, oli_id, _now(), call_type)
         else:

@@ -86,7 +86,8 @@ def claim(conn, request, now):
         if mode == "progressive":
             row = claims.claim_next(conn, request["agent_id"], now)
         elif mode == "predictive":
-            row = claims.claim_predictive(conn, now, ahead=request.get("ahead", False))
+            row = claims.claim_predictive(conn, now, ahead=request.get("ahead", False),
+                                          form_type=request.get("form_type"))
         else:
             row = claims.claim_lead(conn, request["agent_id"], request["oli_id"], now, call_type=mode)
         return {"lead": row and lead_view(row)}

@@ -422,10 +422,15 @@ class ProgressiveClaimSchema(ApiSchema):
 
 
 class PredictiveClaimSchema(ApiSchema):
-    """POST /engine/claim, mode predictive: {mode, request_id, ahead?}: a lead for the skills of whoever is free."""
+    """POST /engine/claim, mode predictive: {mode, request_id, form_type?, ahead?}: a lead that a free agent
+    could take (skill and priority), of `form_type` only when given (issue #29: pacing per skill)."""
 
     mode = Text(required=True, validate=OneOf(["predictive"]))
     request_id = _request_id()
+    form_type = Text(validate=Length(1, 64), metadata={
+        "description": "Only a lead of this form_type, for a pacing engine that dials each skill on its own free "
+                       "agents; `no_free_agent` when no agent with this skill is free. Omitted: any free agent's "
+                       "skill."})
     ahead = StrictBoolean(load_default=False, metadata={
         "description": "Dial ahead: agents on a call or in wrap-up count as free too (the customer holds until "
                        "a bridge finds one). Default false: only agents free now."})

@@ -319,6 +319,38 @@ def test_predictive_claims_nothing_without_a_free_agent_and_says_so(run, floor_a
     assert run(claims.claim_predictive, NOW) is None, "a free agent, but no lead of their skills is due"
 
 
+def test_a_predictive_claim_of_one_skill_takes_only_that_form_type(run, floor_agent, lead_in):
+    """Issue #29: a pacing engine dials each skill on its own free agents."""
+    floor_agent(501, skills=("credit_card",))
+    lead_in("HL")
+    lead_in("CC", form_type="credit_card")
+    with pytest.raises(claims.NotClaimable, match="^no_free_agent$"):
+        run(claims.claim_predictive, NOW, form_type="home_loan")
+    assert run(claims.claim_predictive, NOW, form_type="credit_card")["oli_id"] == "CC"
+    assert run(claims.claim_predictive, NOW, form_type="credit_card") is None, "HL is not credit_card"
+
+
+def test_a_predictive_claim_never_takes_a_priority_no_free_agent_of_that_skill_allows(run, floor_agent, lead_in, sql):
+    """Issue #29: priorities were matched only at bridge, so such a lead was dialed and abandoned."""
+    floor_agent(501, skills=("home_loan",), priorities=(2,))
+    floor_agent(502, skills=("credit_card",))  # allows every priority, but another skill
+    lead_in("CB", dial_status="Callback", priority_id=1, callback_scheduled_at=NOW - timedelta(hours=1))
+    lead_in("FRESH", priority_id=2)
+    assert run(claims.claim_predictive, NOW)["oli_id"] == "FRESH", "the due callback comes first, but nobody free takes priority 1"
+    assert run(claims.claim_predictive, NOW, form_type="home_loan") is None
+    assert sql.lead("CB")["isReserved"] == 0
+    floor_agent(503, skills=("home_loan",), priorities=(1, 3))
+    assert run(claims.claim_predictive, NOW, form_type="home_loan")["oli_id"] == "CB"
+
+
+def test_skills_and_priorities_of_the_free_agents():
+    agents = [{"skills": ["home_loan"], "priorities": [2]}, {"skills": ["home_loan", "car_loan"], "priorities": [1]},
+              {"skills": ["credit_card"], "priorities": []}, {"skills": ["credit_card"], "priorities": [2]}]
+    assert claims._skills_and_priorities(agents) == [("car_loan", [1]), ("credit_card", []), ("home_loan", [1, 2])]
+    assert claims._skills_and_priorities(agents, "home_loan") == [("home_loan", [1, 2])]
+    assert claims._skills_and_priorities(agents, "gold_loan") == []
+
+
 def test_a_dial_ahead_claim_counts_agents_on_a_call_or_in_wrap_up_but_never_paused_or_blocked(
         run, floor_agent, lead_in, sql):
     floor_agent(501, ami_idle=0)
@@ -429,7 +461,11 @@ def test_claim_and_bridge_commands(database_url, floor_agent, lead_in, sql):
     assert dialerapi("agents", "state", "501", "--ami-idle", "--wrapup-seconds", "0").returncode == 0
     assert json.loads(dialerapi("claim", "--agent-id", "501").stdout)["oli_id"] == "A"
     lead_in("B")
-    assert json.loads(dialerapi("claim", "--predictive").stdout)["oli_id"] == "B"
+    lead_in("C", form_type="credit_card")
+    other_skill = dialerapi("claim", "--predictive", "--form-type", "credit_card")
+    assert other_skill.returncode == 1 and "no_free_agent" in other_skill.stderr
+    assert dialerapi("claim", "--agent-id", "501", "--form-type", "home_loan").returncode == 2
+    assert json.loads(dialerapi("claim", "--predictive", "--form-type", "home_loan").stdout)["oli_id"] == "B"
     assert json.loads(dialerapi("bridge", "B").stdout) == {"agent_id": 501}
     refused = dialerapi("claim", "--agent-id", "501", "--oli-id", "A")
     assert refused.returncode == 1 and "ami_busy" in refused.stderr, "the bridge took the agent"
