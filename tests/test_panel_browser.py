@@ -10,6 +10,7 @@ import http.server
 import os
 import threading
 import time
+from datetime import datetime
 
 import pytest
 import requests
@@ -20,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 import faketime
-from conftest import SECRET, ensure_program, mint_token, start_gunicorn
+from conftest import SECRET, ensure_program, mint_token, start_gunicorn, utc_text
 from wsclient import Client
 
 AUTH = {"X-API-Key": SECRET}
@@ -86,8 +87,15 @@ def text(browser, element_id):
     return browser.find_element(By.ID, element_id).text
 
 
-def activity_rows(browser):
-    return [row.get_attribute("data-oli-id") for row in browser.find_elements(By.CSS_SELECTOR, "#activities tbody tr")]
+def activity_rows(browser, *attributes):
+    """The missed-activity rows as the panel shows them now, read in one call (the panel redraws the
+    table on every frame, so an element held across frames goes stale): data-oli-id, or a tuple of
+    `attributes` per row."""
+    names = attributes or ("data-oli-id",)
+    rows = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#activities tbody tr'))"
+        ".map(row => arguments[0].map(name => row.getAttribute(name)));", list(names))
+    return [tuple(row) if attributes else row[0] for row in rows]
 
 
 def test_the_panel_connects_with_a_token_and_keeps_it_out_of_the_address_bar(page, browser, floor):
@@ -103,9 +111,9 @@ def test_a_crm_callback_clears_the_missed_activity_on_the_panel_within_2_seconds
     open_missed_activity("CRM-2026-000042", agent_id=501, ended_at="2020-01-01 10:00:00", due_at="2020-01-01 10:10:00")
     sql("UPDATE sales_agents SET outbound_blocked = 1 WHERE id = 501")
     page()
-    wait_for(browser, lambda: activity_rows(browser) == ["CRM-2026-000042"])
-    row = browser.find_element(By.CSS_SELECTOR, "#activities tbody tr")
-    assert "overdue" in row.get_attribute("class") and row.get_attribute("data-due-at") == "2020-01-01T10:10:00Z"
+    # due_at is stored as wall-clock time in DB_TIMEZONE; the panel gets it in UTC (D2).
+    expected = [("CRM-2026-000042", "overdue", utc_text(datetime(2020, 1, 1, 10, 10)))]
+    wait_for(browser, lambda: activity_rows(browser, "data-oli-id", "class", "data-due-at") == expected)
     assert attribute(browser, "blocked", "data-blocked") == "true"
     answer = requests.post(live_server.url("/api/pending-callbacks"), headers=AUTH, timeout=10, json={
         "oliId": "CRM-2026-000042", "scheduledAt": "2026-11-23 11:30:00", "agentId": 501})
