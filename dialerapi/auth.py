@@ -24,18 +24,13 @@ from dataclasses import dataclass
 from flask import current_app, g, request
 
 from . import agent_tokens
+from .config import CALLER_KEYS
 from .errors import ApiError
 
 KEY_HEADERS = ("X-API-Key", "X-Access-Key")
 ENGINE_PREFIX = "/engine/"
 
 CRM, ENGINE, MONITOR, AGENT = "crm", "engine", "monitor", "agent"
-# The settings that hold each caller's key: the current one, then the one being retired.
-ROLE_KEYS = {
-    CRM: ("WS_SECRET", "WS_SECRET_PREVIOUS"),
-    ENGINE: ("ENGINE_SECRET", "ENGINE_SECRET_PREVIOUS"),
-    MONITOR: ("MONITOR_SECRET", "MONITOR_SECRET_PREVIOUS"),
-}
 
 
 @dataclass(frozen=True)
@@ -88,7 +83,7 @@ def identify(keys, config):
     A service key wins over a token. Raises agent_tokens.InvalidToken when no key matches and a
     presented token is expired or badly signed, so the answer can say why.
     """
-    for role, names in ROLE_KEYS.items():
+    for role, names in CALLER_KEYS.items():
         if key_matches(keys, [config.get(name, "") for name in names]):
             return Caller(role)
     failure = None

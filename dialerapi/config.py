@@ -231,10 +231,11 @@ SETTINGS = {
 }
 
 
-# Each caller's keys (current and previous): no key of one caller may open another's paths.
-CALLER_KEYS = {"the CRM's": ("WS_SECRET", "WS_SECRET_PREVIOUS"),
-               "the engine's": ("ENGINE_SECRET", "ENGINE_SECRET_PREVIOUS"),
-               "the monitor's": ("MONITOR_SECRET", "MONITOR_SECRET_PREVIOUS")}
+# The settings that hold each caller's key (auth.py): the current one, then the one being retired.
+# No key of one caller may open another's paths.
+CALLER_KEYS = {"crm": ("WS_SECRET", "WS_SECRET_PREVIOUS"),
+               "engine": ("ENGINE_SECRET", "ENGINE_SECRET_PREVIOUS"),
+               "monitor": ("MONITOR_SECRET", "MONITOR_SECRET_PREVIOUS")}
 
 
 def _check_keys_differ(parsed):
@@ -244,7 +245,7 @@ def _check_keys_differ(parsed):
             value = parsed[name]
             if value and value in owner and owner[value][0] != caller:
                 other = owner[value][1]
-                raise ConfigError(f"{name} must differ from {other}: {caller} key must not open another caller's paths")
+                raise ConfigError(f"{name} must differ from {other}: the {caller} key must not open the {owner[value][0]}'s paths")
             owner.setdefault(value, (caller, name))
 
 

@@ -202,16 +202,21 @@
     noteCount();
   }
 
+  // Words and characters (code points, as the service counts them) of a note, trimmed.
+  function noteSize(note) {
+    var trimmed = note.trim();
+    return {words: trimmed ? trimmed.split(/\s+/).length : 0, chars: Array.from(trimmed).length};
+  }
+
   function noteProblem(note) {
-    var words = note.trim() ? note.trim().split(/\s+/).length : 0;
-    return words === 0 || words > limits.words || Array.from(note.trim()).length > limits.chars;
+    var size = noteSize(note);
+    return size.words === 0 || size.words > limits.words || size.chars > limits.chars;
   }
 
   function noteCount() {
-    var note = $("pause-note").value;
-    var words = note.trim() ? note.trim().split(/\s+/).length : 0;
+    var size = noteSize($("pause-note").value);
     $("note-count").textContent = $("pause-note-label").hidden ? ""
-      : words + "/" + limits.words + " words, " + Array.from(note.trim()).length + "/" + limits.chars + " characters";
+      : size.words + "/" + limits.words + " words, " + size.chars + "/" + limits.chars + " characters";
   }
 
   function send(event, data) {
