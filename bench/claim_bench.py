@@ -8,7 +8,7 @@ sales_master rows spread over 10 form_types and every claimable status (generate
 MariaDB's Sequence engine), and 200 available agents with 2 skills each.
 
 - In-process: each round claims for a random agent in its own transaction
-  (dialerapi.claims.claim_next) and rolls back, so the table stays the same for every claim. A
+  (dialerapi.rules.claims.claim_next) and rolls back, so the table stays the same for every claim. A
   reference round trip (SELECT 1 in a transaction) is measured alternately in the same minutes,
   because this machine's CPU speed drifts.
 - A busy floor (issue #16): the 200 agents claim at once over 16 connections (16 threads, each
@@ -38,8 +38,9 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from common import bench_database, gunicorn, wrk
-from dialerapi import claims, clock
-from dialerapi.db import Database, connect
+from dialerapi.rules import claims
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import Database, connect
 
 LEADS = int(os.environ.get("BENCH_LEADS", 1_000_000))
 AGENTS = 200

@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from common import FILL, bench_database, gunicorn, wait_until_idle, wrk
-from dialerapi import claims
-from dialerapi.config import database_nodes, url_with_nodes
-from dialerapi.db import Database, connect
+from dialerapi.rules import claims
+from dialerapi.plumbing.config import database_nodes, url_with_nodes
+from dialerapi.plumbing.db import Database, connect
 
 DB_NAME = "dialerapi_bench_cluster"
 SECRET = "bench-secret-0123456789"

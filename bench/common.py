@@ -13,8 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from dialerapi import migrate
-from dialerapi.db import connect
+from dialerapi.plumbing import migrate
+from dialerapi.plumbing.db import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 

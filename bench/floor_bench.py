@@ -37,9 +37,9 @@ import requests
 import websockets
 
 from common import bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
-from dialerapi import agent_tokens
-from dialerapi.db import connect
-from dialerapi.sockets import POLL_SECONDS
+from dialerapi.web import agent_tokens
+from dialerapi.plumbing.db import connect
+from dialerapi.sides.agent.socket import POLL_SECONDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import start_nginx  # noqa: E402 (the tests' private nginx with the shipped site)

@@ -32,7 +32,7 @@ import statistics
 from datetime import datetime, timedelta, timezone
 
 from common import FILL, bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
-from dialerapi.db import connect
+from dialerapi.plumbing.db import connect
 from floor_bench import Floor
 
 DB_NAME = "dialerapi_bench_service"

@@ -11,7 +11,7 @@ One host runs two pools of the same app behind one nginx (issue #27, README "Dep
   one process holds thousands. WS_MAX_SOCKETS (default 2000) caps the host; every worker may take
   any socket until the host is full, so no socket waits while the host has room.
 
-The workers of one master share the count of open sockets (dialerapi.socket_slots). Bad
+The workers of one master share the count of open sockets (dialerapi.plumbing.socket_slots). Bad
 configuration stops the master before any worker starts, with one line naming the variable
 (decisions.md D10).
 """
@@ -84,7 +84,7 @@ def _json_error(sock, status_int, reason, mesg):
     gunicorn has no setting for their format; its workers call gunicorn.util.write_error, replaced
     here in the master before the workers fork.
     """
-    from dialerapi.errors import error_body
+    from dialerapi.web.errors import error_body
 
     body = error_body(status_int, mesg).encode()
     head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
@@ -134,7 +134,7 @@ def on_starting(server):
     # Before importing dialerapi, whose metrics open their files in this directory.
     shutil.rmtree(metrics_dir, ignore_errors=True)
     os.makedirs(metrics_dir, exist_ok=True)
-    from dialerapi.config import ConfigError, load
+    from dialerapi.plumbing.config import ConfigError, load
 
     try:
         load()
@@ -146,7 +146,7 @@ def on_starting(server):
     if problem:
         print(problem, file=sys.stderr)
         sys.exit(1)
-    from dialerapi import socket_slots
+    from dialerapi.plumbing import socket_slots
 
     socket_slots.create_shared()
 

@@ -2,21 +2,39 @@
 
 `create_app(config=None)` builds the Flask app; `config` overrides the environment (tests pass
 DATABASE_URL, WS_SECRET and JOBS_ENABLED=False). See README.md and ../shared/spec.
+
+The package's folders are its layers, and imports point down (README, "How it is built";
+tests/test_layers.py holds them with import-linter):
+
+    dialerapi (this app factory), cli, simulate, openapi   wire everything together
+    sides/{crm,engine,agent,monitor}                        one caller's HTTP (and socket) surface each;
+                                                            a side never imports another side
+    web                                                     what every side's HTTP shares: callers and keys,
+                                                            agent tokens, errors, request bodies, shared fields
+    upkeep                                                  sweeps and jobs, health, metrics
+    rules                                                   the dial-state rules every side shares
+    plumbing                                                configuration, clock, database, migrations, limits, AMI
 """
 
 import logging
 
-from pythonjsonlogger.json import JsonFormatter
-
 from flask import Flask
 from flask_swagger_ui import get_swaggerui_blueprint
+from pythonjsonlogger.json import JsonFormatter
 
-from . import auth, config as settings, errors, jobs, observability, routes
-from .db import Database
-from .health import HealthState, recent_logs
-from .json_provider import OrjsonProvider
-from .limits import TrustedProxyFix, limiter
-from .sockets import SERVER_OPTIONS, EventHub, decline_compression, sock
+from dialerapi.openapi import routes as docs_routes
+from dialerapi.plumbing import config as settings
+from dialerapi.plumbing.db import Database
+from dialerapi.plumbing.json_provider import OrjsonProvider
+from dialerapi.plumbing.limits import TrustedProxyFix, limiter
+from dialerapi.sides.agent import routes as agent_routes
+from dialerapi.sides.agent.socket import SERVER_OPTIONS, EventHub, decline_compression, sock
+from dialerapi.sides.crm import routes as crm_routes
+from dialerapi.sides.engine import routes as engine_routes
+from dialerapi.sides.monitor import routes as monitor_routes
+from dialerapi.upkeep import jobs, observability
+from dialerapi.upkeep.health import HealthState, recent_logs
+from dialerapi.web import auth, errors
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -52,7 +70,8 @@ def create_app(config=None):
     app.before_request(decline_compression)
     app.before_request(auth.require_key)
     limiter.init_app(app)
-    for blueprint in routes.blueprints:
+    for blueprint in (*crm_routes.blueprints, *agent_routes.blueprints, *monitor_routes.blueprints,
+                      docs_routes.docs_bp, *engine_routes.blueprints):
         app.register_blueprint(blueprint)
     app.register_blueprint(get_swaggerui_blueprint("/docs", "/openapi.json", {"app_name": "dialerapi"}),
                            name="swagger_ui")

@@ -27,9 +27,10 @@ import requests
 from pymysql.constants import CLIENT
 
 import faketime
-from dialerapi import clock, config as settings, create_app, migrate
-from dialerapi.db import connect, connect_params
-from dialerapi.limits import limiter
+from dialerapi.plumbing import clock, config as settings, migrate
+from dialerapi import create_app
+from dialerapi.plumbing.db import connect, connect_params
+from dialerapi.plumbing.limits import limiter
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-1234567890-abcdef"

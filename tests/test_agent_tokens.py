@@ -13,8 +13,8 @@ import requests
 
 from conftest import (DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, cli, make_app, mint_token, set_clock,
                       start_gunicorn, utc_text)
-from dialerapi import agent_tokens
-from dialerapi.config import ConfigError, load
+from dialerapi.web import agent_tokens
+from dialerapi.plumbing.config import ConfigError, load
 from wsclient import Client, ConnectionClosed
 
 AUTH = {"X-API-Key": SECRET}
@@ -210,6 +210,20 @@ def test_minting_refuses_what_it_cannot_mint(client, floor, body, status, error,
     assert (answer.status_code, answer.get_json()["error"]) == (status, error)
     if field:
         assert field in {detail["field"] for detail in answer.get_json()["details"]}
+
+
+def test_one_apps_lifetime_limit_never_sticks_to_the_schema(database_url, client, floor):
+    """AgentTokenRequest adds AGENT_TOKEN_MAX_SECONDS per request: the Range must not pile up on the
+    class's field, or every later request (and the OpenAPI document) would carry the smallest limit."""
+    short = make_app(database_url, AGENT_TOKEN_SECONDS=300, AGENT_TOKEN_MAX_SECONDS=600).test_client()
+    for _ in range(3):
+        refused = short.post("/api/agent-tokens", json={"agentId": 501, "lifetimeSeconds": 3600}, headers=AUTH)
+        assert refused.status_code == 400
+    minted = client.post("/api/agent-tokens", json={"agentId": 501, "lifetimeSeconds": 3600}, headers=AUTH)
+    assert minted.status_code == 201 and minted.get_json()["expires_in"] == 3600
+    document = client.get("/openapi.json").get_json()
+    assert document["components"]["schemas"]["AgentTokenRequest"]["properties"]["lifetimeSeconds"] == {
+        "type": "integer", "minimum": 1}
 
 
 @pytest.mark.parametrize("key", [ENGINE_SECRET, MONITOR_SECRET, "wrong"])

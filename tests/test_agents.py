@@ -7,8 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from conftest import TZ, cli, make_app, utc_text
-from dialerapi import agents, dialstate, jobs
-from dialerapi.db import get_db
+from dialerapi.rules import agents, dialstate
+from dialerapi.upkeep import jobs
+from dialerapi.plumbing.db import get_db
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from conftest import make_app
-from dialerapi import clock
+from dialerapi.plumbing import clock
 from test_push import lead
 
 COMPARED = ("oli_id", "phone_number", "client_name", "form_type", "priority_id", "dial_status", "disposeRemark",

@@ -9,8 +9,8 @@ from datetime import datetime, time, timedelta
 import pytest
 
 from conftest import TZ, cli
-from dialerapi import claims, dialstate
-from dialerapi.db import get_db
+from dialerapi.rules import claims, dialstate
+from dialerapi.plumbing.db import get_db
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 

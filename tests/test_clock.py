@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dialerapi import clock
+from dialerapi.plumbing import clock
 
 pytestmark = pytest.mark.clock
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ENGINE_SECRET, make_app
 from dbproxy import DatabaseProxy
-from dialerapi.limits import limiter
+from dialerapi.plumbing.limits import limiter
 
 
 @pytest.fixture

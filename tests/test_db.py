@@ -9,10 +9,10 @@ from datetime import datetime
 import pymysql
 import pytest
 
-from dialerapi import jobs
-from dialerapi import db as db_module
-from dialerapi.config import database_nodes, url_with_nodes
-from dialerapi.db import Conflict, Database, DatabaseUnavailable
+from dialerapi.upkeep import jobs
+from dialerapi.plumbing import db as db_module
+from dialerapi.plumbing.config import database_nodes, url_with_nodes
+from dialerapi.plumbing.db import Conflict, Database, DatabaseUnavailable
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from conftest import make_app
-from dialerapi import agents, claims, dialstate, jobs
-from dialerapi.db import get_db
+from dialerapi.rules import agents, claims, dialstate
+from dialerapi.upkeep import jobs
+from dialerapi.plumbing.db import get_db
 
 pytestmark = pytest.mark.clock
 

@@ -12,8 +12,10 @@ import requests
 
 import faketime
 from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, aware, ensure_program, make_app
-from dialerapi import config, engine, jobs
-from dialerapi.db import queries
+from dialerapi.plumbing import config
+from dialerapi.rules import engine
+from dialerapi.upkeep import jobs
+from dialerapi.plumbing.db import queries
 
 NOW = DEFAULT_NOW
 ENGINE_PATHS = ("/engine/claim", "/engine/bridge", "/engine/call-connected", "/engine/settle", "/engine/agent-state")

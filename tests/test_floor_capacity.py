@@ -18,7 +18,7 @@ import requests
 import websockets
 
 from conftest import ENGINE_SECRET, SECRET, start_gunicorn, start_nginx
-from dialerapi import socket_slots
+from dialerapi.plumbing import socket_slots
 
 AUTH = {"X-API-Key": SECRET}
 ENGINE = {"Authorization": f"Bearer {ENGINE_SECRET}"}

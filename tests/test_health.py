@@ -9,9 +9,10 @@ from datetime import datetime
 import pytest
 
 from conftest import SECRET, make_app, utc_text
-from dialerapi import ami, health
-from dialerapi import db as db_module
-from dialerapi.config import database_nodes
+from dialerapi.plumbing import ami
+from dialerapi.upkeep import health
+from dialerapi.plumbing import db as db_module
+from dialerapi.plumbing.config import database_nodes
 from fake_ami import FakeAmi, closed_port
 
 AMI_SECRET = "ami-secret-not-for-bodies"

@@ -112,7 +112,7 @@ def test_chunked_body_under_the_limit_is_accepted(live_server, sql):
 
 def test_unexpected_errors_are_500_internal_error_without_details(database_url, auth, monkeypatch):
     from conftest import make_app
-    from dialerapi import leads
+    from dialerapi.rules import leads
 
     def explode(conn, *args):
         raise RuntimeError("SELECT secret FROM somewhere; password=hunter2")
@@ -127,7 +127,7 @@ def test_unexpected_errors_are_500_internal_error_without_details(database_url, 
 
 def test_database_down_is_503_with_retry_after(auth, monkeypatch):
     from conftest import make_app
-    from dialerapi import db
+    from dialerapi.plumbing import db
 
     monkeypatch.setattr(db, "FAILOVER_BUDGET_SECONDS", 0.5)
     client = make_app("mysql://root@127.0.0.1:9/nowhere").test_client()
@@ -152,7 +152,7 @@ def test_pause_reason_catalog(client):
 
 
 def test_healthz_reports_cached_checks_only(client, app):
-    from dialerapi.health import check_database
+    from dialerapi.upkeep.health import check_database
 
     assert check_database(app) is True
     response = client.get("/healthz")
@@ -161,7 +161,7 @@ def test_healthz_reports_cached_checks_only(client, app):
 
 def test_healthz_answers_at_once_and_reports_a_dead_database(database_url):
     from conftest import make_app
-    from dialerapi.health import check_database
+    from dialerapi.upkeep.health import check_database
 
     app = make_app("mysql://root@127.0.0.1:9/nowhere")
     started = time.monotonic()

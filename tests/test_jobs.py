@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from dialerapi import jobs
-from dialerapi.db import Database
+from dialerapi.upkeep import jobs
+from dialerapi.plumbing.db import Database
 
 TICK = datetime(2026, 11, 23, 10, 0, 0)  # wall-clock DB_TIMEZONE, as jobs get it from clock.now
 

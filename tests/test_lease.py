@@ -12,8 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, TZ, cli, make_app
-from dialerapi import actions, clock, dialstate, jobs
-from dialerapi.db import get_db
+from dialerapi.rules import actions, dialstate
+from dialerapi.plumbing import clock
+from dialerapi.upkeep import jobs
+from dialerapi.plumbing.db import get_db
 
 NOW = DEFAULT_NOW
 LEASE = timedelta(hours=4)

@@ -52,7 +52,7 @@ def test_forwarded_for_is_ignored_without_trusted_proxies(client, auth):
 
 
 def test_trusted_proxy_count_takes_the_client_from_x_forwarded_for(database_url, auth):
-    from dialerapi.limits import limiter
+    from dialerapi.plumbing.limits import limiter
 
     client = make_app(database_url, TRUSTED_PROXY_COUNT=1).test_client()
     limiter.reset()
@@ -68,7 +68,7 @@ def test_trusted_proxy_count_takes_the_client_from_x_forwarded_for(database_url,
 def test_forwarded_for_from_a_peer_that_is_not_a_trusted_proxy_is_ignored(database_url, auth):
     """Issue #17: with TRUSTED_PROXY_COUNT=1, a client reaching the service directly (not through a
     TRUSTED_PROXIES address) wrote a new X-Forwarded-For on each request and was never limited."""
-    from dialerapi.limits import limiter
+    from dialerapi.plumbing.limits import limiter
 
     client = make_app(database_url, TRUSTED_PROXY_COUNT=1, TRUSTED_PROXIES="127.0.0.1,10.0.0.0/8").test_client()
     limiter.reset()

@@ -14,7 +14,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from conftest import ENGINE_SECRET, SECRET
-from dialerapi import dialstate, engine
+from dialerapi.rules import dialstate, engine
 
 EXAMPLES_PER_OPERATION = 40
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,

@@ -3,8 +3,8 @@ once, although rows commit out of id order (ids are taken at INSERT, rows appear
 
 from outbox_race import race
 
-from dialerapi.db import Database
-from dialerapi.events import OutboxTail
+from dialerapi.plumbing.db import Database
+from dialerapi.rules.events import OutboxTail
 
 
 def test_sixteen_writers_committing_out_of_order_lose_no_row_in_100000(database_url):

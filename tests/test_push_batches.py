@@ -12,7 +12,7 @@ import pymysql
 import requests
 
 from conftest import SECRET
-from dialerapi.db import connect, queries
+from dialerapi.plumbing.db import connect, queries
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "crm-batch.json"
 AUTH = {"Authorization": f"Bearer {SECRET}"}

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from marshmallow import ValidationError
 
-from dialerapi import schemas
+from dialerapi.sides.crm import schemas
 from test_push import errors_of, lead
 
 PRIORITIES = {

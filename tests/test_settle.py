@@ -9,8 +9,9 @@ import pytest
 import requests
 
 from conftest import TZ, cli, utc_naive
-from dialerapi import actions, dialstate, jobs
-from dialerapi.db import get_db
+from dialerapi.rules import actions, dialstate
+from dialerapi.upkeep import jobs
+from dialerapi.plumbing.db import get_db
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 

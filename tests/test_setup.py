@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SECRET, _with_database
-from dialerapi import config, migrate
-from dialerapi.db import connect
+from dialerapi.plumbing import config, migrate
+from dialerapi.plumbing.db import connect
 
 DIALERAPI = str(Path(sys.executable).with_name("dialerapi"))
 GUNICORN = str(Path(sys.executable).with_name("gunicorn"))

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import cli
 from dialerapi import simulate as sim
-from dialerapi.config import database_params
+from dialerapi.plumbing.config import database_params
 from dialerapi.simulate.report import interval
 
 SMALL = {"agents": 6, "leads": 150, "hours": 1.5, "pushed_callbacks": 0.1, "replications": 1}

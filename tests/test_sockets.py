@@ -9,8 +9,9 @@ import pytest
 import requests
 
 from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, TZ, mint_token, utc_text
-from dialerapi import agents, clock, dialstate
-from dialerapi.db import get_db
+from dialerapi.rules import agents, dialstate
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import get_db
 from wsclient import Client, ConnectionClosed
 
 AUTH = {"X-API-Key": SECRET}

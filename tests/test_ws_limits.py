@@ -14,7 +14,7 @@ import zlib
 import pytest
 
 from conftest import SECRET, start_gunicorn
-from dialerapi.sockets import MAX_MESSAGE_BYTES
+from dialerapi.sides.agent.socket import MAX_MESSAGE_BYTES
 from wsclient import Client, ConnectionClosed, masked_frame, open_raw
 
 AUTH = {"X-API-Key": SECRET}

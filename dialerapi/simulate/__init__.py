@@ -14,13 +14,15 @@ import random
 import secrets
 from dataclasses import replace
 
-from .. import clock, create_app, dialstate
-from ..db import queries
-from ..observability import access_log as ACCESS_LOG
-from .floor import Floor
-from .report import combine, run_result
-from .sandbox import SandboxError, sandbox
-from .scenario import Scenario, ScenarioSchema, load_scenario, read_file
+from dialerapi import create_app
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import dialstate
+from dialerapi.simulate.floor import Floor
+from dialerapi.simulate.report import combine, run_result
+from dialerapi.simulate.sandbox import SandboxError, sandbox
+from dialerapi.simulate.scenario import Scenario, ScenarioSchema, load_scenario, read_file
+from dialerapi.upkeep.observability import access_log as ACCESS_LOG
 
 __all__ = ["Scenario", "ScenarioSchema", "SandboxError", "load_scenario", "read_file", "replicate", "run"]
 

@@ -6,7 +6,8 @@ Both answer the floor (floor.py) in the same shapes: `claim`/`claim_predictive` 
 
 from dataclasses import dataclass
 
-from .. import agents, claims, clock, dialstate
+from dialerapi.plumbing import clock
+from dialerapi.rules import agents, claims, dialstate
 
 
 @dataclass

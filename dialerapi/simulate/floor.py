@@ -17,7 +17,7 @@ floor does between events is the modelling, stated in README "The floor simulato
 - CRM: one draw per call that reached an agent: filed while the call is live (`during_call`),
   within the grace window after it (the rest of `files_outcome`), or late (the agent forgets, is
   blocked after the grace window and files `late_filing_minutes` after it).
-- Jobs: the blocking job every 10 s and the sweep every 60 s (jobs.py), while the floor is open
+- Jobs: the blocking job every 10 s and the sweep every 60 s (upkeep.jobs), while the floor is open
   or calls are live.
 """
 
@@ -26,20 +26,17 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .. import agents, clock, dialstate
-from ..actions import sweep
-from ..db import queries
-from ..jobs import BLOCKING_SECONDS, SWEEP_SECONDS
-from .engines import ENGINES
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import agents, dialstate
+from dialerapi.rules.actions import sweep
+from dialerapi.simulate.crm import CrmFilings
+from dialerapi.simulate.engines import ENGINES
+from dialerapi.simulate.pacing import ADAPT_SECONDS, Pacing
+from dialerapi.upkeep.jobs import BLOCKING_SECONDS, SWEEP_SECONDS
 
-ON_TIME_SECONDS = 300
-PACE_SECONDS = 5
-ADAPT_SECONDS = 60
-ADAPT_WINDOW_SECONDS = 900
-RATIO_BOUNDS = (1.0, 3.0)
 SETUP_SECONDS = 600  # the clock starts this long before the first day opens: leads and agents arrive
 PUSH_BATCH = 500
-DISPOSITIONS = ("Not Intrested", "Invalid Lead", "Language Barrier", "DND")
 
 
 @dataclass
@@ -67,7 +64,7 @@ class Call:
     filing: str | None = None
 
 
-class Floor:
+class Floor(Pacing, CrmFilings):
     """One run of a Scenario against the app `app` (whose database is the run's own schema)."""
 
     def __init__(self, app, scenario, rng):
@@ -375,33 +372,6 @@ class Floor:
         self.count[f"filed_{call.filing}"] += 1
         self.at(self.t + talk, self._hangup, call)
 
-    def _bridge_waiting(self):
-        while self.queue:
-            call = self.queue[0]
-            agent_id = self.engine.bridge(call.oli_id)
-            if agent_id is None:
-                return
-            self.queue.popleft()
-            call.token += 1
-            call.agent = self.agents[agent_id]
-            self._wait_ended(call, abandoned=False)
-            self._connect(call)
-
-    def _abandon(self, call, token):
-        if token != call.token:
-            return
-        call.token += 1
-        self.queue.remove(call)
-        self._wait_ended(call, abandoned=True)
-        call.outcome = "abandoned"
-        self.count["abandoned"] += 1
-        self.bucket()["abandoned"] += 1
-        self._hangup(call)
-
-    def _wait_ended(self, call, abandoned):
-        self.waits.append(self.t - call.answered_at)
-        self.answers.append((self.t, abandoned))
-
     def _hangup(self, call):
         scenario = self.scenario
         agent = call.agent
@@ -430,100 +400,3 @@ class Floor:
             self._pace()
         self._maybe_finish()
 
-    # --- the CRM ---------------------------------------------------------------------------------------
-
-    def _file(self, oli_id):
-        scenario = self.scenario
-        if self.rng.random() < scenario.callback_share:
-            minutes = scenario.callback_in_minutes.sample(self.rng)
-            when = clock.after(self.now, timedelta(minutes=minutes), self.tz)
-            self.http("/api/pending-callbacks", {"oliId": oli_id, "scheduledAt": f"{when:%Y-%m-%d %H:%M:%S}"},
-                      expect=(200, 202))
-            self.callbacks[oli_id] = when
-            self.count["callbacks_filed"] += 1
-        else:
-            self.http("/api/pending-dispositions", {"oliId": oli_id, "reason": self.rng.choice(DISPOSITIONS)},
-                      expect=(200, 202))
-            self.count["dispositions_filed"] += 1
-
-    def _file_late(self, oli_id):
-        self._file(oli_id)
-        blocked = {row["id"] for row in self.db.run(lambda conn: list(queries.sim_blocked_agents(conn)))}
-        for agent in self.agents.values():
-            self._set_blocked(agent, agent.id in blocked)
-
-    def _effective_due(self, scheduled):
-        """The first second at or after a callback's time when the floor is open (and, when the config
-        obeys work hours, in the work window): a callback can be honoured no earlier."""
-        second = self._second(scheduled)
-        for opens, closes in self.days:
-            start = max(second, opens)
-            if start < closes:
-                if self.config.outbound_obey_work_hours:
-                    wall = clock.wall(self.base + timedelta(seconds=start), self.tz)
-                    if not dialstate.in_work_window(wall, self.config):
-                        start = self._second(dialstate.next_work_start(wall, self.config, self.tz))
-                        if start >= closes:
-                            continue
-                return start
-        return None
-
-    def callback_report(self, end):
-        """Callbacks whose effective due moment fell in the run: honoured on time (claimed within 5
-        minutes of it), late, or not dialed by the end; and those due after the run."""
-        on_time = sum(1 for lateness in self.callback_lateness if lateness <= ON_TIME_SECONDS)
-        due_later = not_dialed = 0
-        for scheduled in self.callbacks.values():
-            due = self._effective_due(scheduled)
-            if due is None or due > end:
-                due_later += 1
-            else:
-                not_dialed += 1
-        dialed = len(self.callback_lateness)
-        return {"due": dialed + not_dialed, "on_time": on_time, "late": dialed - on_time, "not_dialed": not_dialed,
-                "due_after_the_run": due_later}
-
-    # --- predictive pacing ---------------------------------------------------------------------------
-
-    def _free_agents(self):
-        return sum(1 for agent in self.agents.values() if agent.state == "idle" and not agent.blocked)
-
-    def _pace(self):
-        if not self.open or self.scenario.pacing == "rate":
-            return
-        wanted = round(self.ratio * self._free_agents()) - self.ringing - len(self.queue)
-        for _ in range(max(0, wanted)):
-            claimed, _refusal = self.engine.claim_predictive(False)
-            if claimed is None:
-                return
-            self._dial(claimed)
-
-    def _pace_tick(self):
-        if self.open:
-            self._pace()
-            self.at(self.t + PACE_SECONDS, self._pace_tick)
-
-    def _adapt(self):
-        if not self.open:
-            return
-        while self.answers and self.answers[0][0] < self.t - ADAPT_WINDOW_SECONDS:
-            self.answers.popleft()
-        if self.answers:
-            rate = sum(abandoned for _, abandoned in self.answers) / len(self.answers)
-            step = -0.1 if rate > self.scenario.target_abandon else 0.05
-            self.ratio = min(RATIO_BOUNDS[1], max(RATIO_BOUNDS[0], round(self.ratio + step, 2)))
-        self.at(self.t + ADAPT_SECONDS, self._adapt)
-
-    def _schedule_arrival(self):
-        self.next_arrival += self.rng.expovariate(self.scenario.calls_per_hour / 3600)
-        self.at(int(round(self.next_arrival)), self._arrival)
-
-    def _arrival(self):
-        if not self.open:
-            return
-        claimed, refusal = self.engine.claim_predictive(True)
-        if claimed is None:
-            self.count["not_dialed_" + (refusal or "nothing_due")] += 1
-        else:
-            self._dial(claimed)
-        self._schedule_arrival()

@@ -14,9 +14,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pymysql
 
-from .. import migrate
-from ..config import database_params
-from ..db import connect, queries
+from dialerapi.plumbing import migrate
+from dialerapi.plumbing.config import database_params
+from dialerapi.plumbing.db import connect, queries
 
 log = logging.getLogger(__name__)
 

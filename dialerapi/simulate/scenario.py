@@ -16,7 +16,7 @@ from pathlib import Path
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
-from ..dialstate import OUTCOMES
+from dialerapi.rules.dialstate import OUTCOMES
 
 MODES = ("progressive", "predictive")
 PACING_RULES = ("ratio", "abandon", "rate")

@@ -30,7 +30,7 @@ FUZZ = settings(max_examples=600, deadline=None, suppress_health_check=list(Heal
 def unlimited_app(database_url):
     """The app with rate limits off, so the fuzzers reach validation and the database every time."""
     from conftest import make_app
-    from dialerapi.limits import limiter
+    from dialerapi.plumbing.limits import limiter
 
     app = make_app(database_url, RATELIMIT_ENABLED=False)
     yield app

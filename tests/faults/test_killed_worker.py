@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from conftest import SECRET, start_gunicorn
-from dialerapi.db import connect
+from dialerapi.plumbing.db import connect
 
 pytestmark = pytest.mark.faults
 AUTH = {"X-API-Key": SECRET}

@@ -12,8 +12,8 @@ import pytest
 import requests
 
 from conftest import DEFAULT_NOW, SECRET, TZ, start_gunicorn
-from dialerapi import actions, claims, dialstate
-from dialerapi.db import Database
+from dialerapi.rules import actions, claims, dialstate
+from dialerapi.plumbing.db import Database
 
 pytestmark = pytest.mark.faults
 POOL = [f"T-{n:03d}" for n in range(600)]

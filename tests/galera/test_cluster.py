@@ -20,9 +20,10 @@ from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, make_app
 from outbox_race import race
 from test_jobs import TICK, race_ticks
 
-from dialerapi import actions, health
-from dialerapi.config import database_nodes, url_with_nodes
-from dialerapi.db import Database, connect, get_db
+from dialerapi.rules import actions
+from dialerapi.upkeep import health
+from dialerapi.plumbing.config import database_nodes, url_with_nodes
+from dialerapi.plumbing.db import Database, connect, get_db
 
 pytestmark = pytest.mark.galera
 

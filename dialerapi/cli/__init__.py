@@ -1,0 +1,20 @@
+"""The `dialerapi` operator command (Flask's CLI group over create_app, with jobs switched off).
+
+    dialerapi db upgrade     apply pending migrations and add missing reference rows
+    dialerapi db pending     list migrations not yet applied
+    dialerapi settle OLI_ID OUTCOME   settle the hangup of a live call (for the dialing engine)
+    dialerapi sweep          apply held CRM actions whose lead is no longer live; release expired reservations
+    dialerapi release OLI_ID release a live reservation that no settle will end (a crashed engine)
+    dialerapi call-connected OLI_ID --agent-id N   open the agent's missed activity (for the engine)
+    dialerapi agents add|update|list|remove|import|state   the agent roster and availability
+    dialerapi agents token ID   mint a token for an agent's panel (its /ws and missed activities only)
+    dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
+    dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
+    dialerapi simulate       play a campaign on a virtual clock in its own schema; figures with intervals
+    dialerapi routes         list the HTTP routes (Flask's own commands are here too)
+"""
+
+from dialerapi.cli import agents, calls, db, simulate  # noqa: F401 - each module adds its commands to main
+from dialerapi.cli.base import main
+
+__all__ = ["main"]

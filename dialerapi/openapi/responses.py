@@ -1,0 +1,210 @@
+"""The response shapes of the OpenAPI document (marshmallow schemas that exist for the document
+only: the service builds its answers as dicts). Request bodies are the sides' own schemas.
+"""
+
+from marshmallow import Schema, fields
+from marshmallow.validate import OneOf
+
+
+class DetailSchema(Schema):
+    field = fields.String(required=True, metadata={"example": "leads[3].phone_number"})
+    message = fields.String(required=True, metadata={"example": "must be 10-15 digits after removing spaces and punctuation"})
+
+
+class ErrorSchema(Schema):
+    ok = fields.Boolean(required=True, metadata={"enum": [False]})
+    error = fields.String(required=True, metadata={"example": "validation_failed"})
+    details = fields.List(fields.Nested(DetailSchema), metadata={"description": "Only on 400 validation_failed"})
+    reason = fields.String(metadata={"description": "On 409 not_claimable: why the agent or lead cannot take it; on 401 "
+                                                    "for a bad agent token: token_expired or invalid_token"})
+
+
+class PushResultSchema(Schema):
+    oli_id = fields.String(required=True)
+    status = fields.String(required=True, validate=OneOf(["inserted", "updated", "skipped_in_flight"]))
+    data_id = fields.UUID(required=True)
+    callback_scheduled_at = fields.Raw(required=True, allow_none=True,
+                                       metadata={"description": "Exactly as sent; null when omitted"})
+
+
+class PushResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    leads = fields.List(fields.Nested(PushResultSchema), required=True)
+
+
+class CallbackLeadSchema(Schema):
+    oli_id = fields.String(required=True)
+    data_id = fields.UUID(required=True)
+    dial_status = fields.String(required=True, metadata={"enum": ["Callback"]})
+    callback_scheduled_at = fields.String(required=True, metadata={"example": "2026-11-23 11:30:00"})
+
+
+class SendCallbackResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    lead = fields.Nested(CallbackLeadSchema, required=True)
+
+
+class PendingCallbackSchema(Schema):
+    id = fields.Integer(required=True)
+    oli_id = fields.String(required=True)
+    scheduled_at = fields.String(required=True, metadata={"example": "2026-11-23 11:30:00"})
+    status = fields.String(required=True, validate=OneOf(["applied", "pending"]))
+
+
+class PendingCallbackResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    pending = fields.Nested(PendingCallbackSchema, required=True)
+
+
+class PendingDispositionSchema(Schema):
+    id = fields.Integer(required=True)
+    oli_id = fields.String(required=True)
+    action = fields.String(required=True, metadata={"enum": ["dispose"]})
+    reason = fields.String(required=True)
+    status = fields.String(required=True, validate=OneOf(["applied", "pending"]))
+
+
+class PendingDispositionResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    pending = fields.Nested(PendingDispositionSchema, required=True)
+
+
+class MissedActivitySchema(Schema):
+    id = fields.Integer(required=True)
+    oli_id = fields.String(required=True)
+    lead_id = fields.Integer(required=True)
+    call_type = fields.String(required=True)
+    extension = fields.String(required=True, allow_none=True)
+    connected_at = fields.String(required=True, metadata={"example": "2026-11-21T04:30:00Z"})
+    ended_at = fields.String(required=True, allow_none=True, metadata={"description": "null while the call is live"})
+    due_at = fields.String(required=True, allow_none=True, metadata={"description": "null while the call is live"})
+    overdue = fields.Boolean(required=True)
+
+
+class MissedActivitiesResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    agent_id = fields.Integer(required=True)
+    blocked = fields.Boolean(required=True)
+    grace_minutes = fields.Integer(required=True)
+    items = fields.List(fields.Nested(MissedActivitySchema), required=True)
+
+
+class PauseReasonSchema(Schema):
+    code = fields.String(required=True)
+    label = fields.String(required=True)
+    note = fields.Boolean(metadata={"description": "true on `other`, which needs a note"})
+
+
+class PauseReasonsResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    note_max_words = fields.Integer(required=True)
+    note_max_chars = fields.Integer(required=True)
+    reasons = fields.List(fields.Nested(PauseReasonSchema), required=True)
+    system = fields.List(fields.Nested(PauseReasonSchema), required=True)
+
+
+class HealthzResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    ami = fields.Boolean(required=True)
+    db = fields.Boolean(required=True)
+
+
+class HealthResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    status = fields.String(required=True, validate=OneOf(["healthy", "unhealthy"]))
+    checks = fields.Dict(required=True, metadata={"description": "db: {ok, host, node (host:port answering), "
+                                                                 "cluster (null off Galera, else wsrep_cluster_size, "
+                                                                 "wsrep_local_state_comment, wsrep_ready), "
+                                                                 "latency_ms, error}; "
+                                                                 "ami: {ok, configured, host, latency_ms, error}"})
+    metrics = fields.Dict(required=True, metadata={
+        "description": "uptime_seconds, requests, pending_actions, open_missed_activities, blocked_agents, "
+                       "live_reservations, unleased_reservations, oldest_reservation_seconds, last_sweep_at, "
+                       "last_sweep_result, agent_sockets: {open, capacity, left, refused, hosts: [{host, open, "
+                       "capacity, left, refused, workers, updated_at}]} (hosts that reported in the last 60 s)"})
+    logs = fields.List(fields.String(), required=True)
+    version = fields.String(required=True)
+
+
+class EngineLeadSchema(Schema):
+    lead_id = fields.Integer(required=True, metadata={"description": "sales_master.id"})
+    oli_id = fields.String(required=True)
+    data_id = fields.String(required=True, allow_none=True)
+    phone_number = fields.String(required=True)
+    client_name = fields.String(required=True)
+    form_type = fields.String(required=True)
+    priority_id = fields.Integer(required=True)
+    dial_status = fields.String(required=True, metadata={"example": "Calling"})
+    previous_dial_status = fields.String(required=True, allow_none=True)
+    disposeRemark = fields.String(required=True, allow_none=True)
+    last_dial_result = fields.String(required=True, allow_none=True)
+    hangup_by = fields.String(required=True, allow_none=True)
+    hangup_cause = fields.String(required=True, allow_none=True)
+    call_count = fields.Integer(required=True)
+    first_attempt_at = fields.String(required=True, allow_none=True, metadata={"example": "2026-11-21 10:00:00"})
+    last_attempt_at = fields.String(required=True, allow_none=True)
+    next_retry_at = fields.String(required=True, allow_none=True)
+    callback_scheduled_at = fields.String(required=True, allow_none=True)
+    isReserved = fields.Integer(required=True)
+    reservation_id = fields.String(required=True, allow_none=True, metadata={
+        "description": "The claim's reservation (null once it ended): send it with the settle"})
+    reserved_at = fields.String(required=True, allow_none=True, metadata={
+        "description": "When the reservation was made, wall-clock DB_TIMEZONE; its lease runs from here"})
+
+
+class EngineClaimResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    lead = fields.Nested(EngineLeadSchema, required=True, allow_none=True, metadata={
+        "description": "The reserved lead (Calling, isReserved 1), or null: no lead the claim may take is due "
+                       "and unreserved"})
+
+
+class EngineBridgeResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    oli_id = fields.String(required=True)
+    agent_id = fields.Integer(required=True, allow_none=True,
+                              metadata={"description": "The agent to bridge to (now AMI-busy), or null: hold the call"})
+
+
+class EngineCallConnectedResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    missed_activity_id = fields.Integer(required=True)
+
+
+class EngineAppliedSchema(Schema):
+    id = fields.Integer(required=True)
+    action = fields.String(required=True, validate=OneOf(["callback", "dispose"]))
+    scheduled_at = fields.String(required=True, allow_none=True)
+    reason = fields.String(required=True, allow_none=True)
+
+
+class EngineSettleResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    lead = fields.Nested(EngineLeadSchema, required=True)
+    applied = fields.Nested(EngineAppliedSchema, required=True, allow_none=True,
+                            metadata={"description": "The held CRM callback or disposition applied at settle, or null"})
+
+
+class EngineAgentSchema(Schema):
+    agent_id = fields.Integer(required=True)
+    panel_active = fields.Boolean(required=True)
+    ami_idle = fields.Boolean(required=True)
+    wrapup_until = fields.String(required=True, allow_none=True)
+    pause_code = fields.String(required=True, allow_none=True)
+    outbound_blocked = fields.Boolean(required=True)
+    available = fields.Boolean(required=True)
+    unavailable_reason = fields.String(required=True, allow_none=True, validate=OneOf(
+        ["panel_inactive", "paused", "ami_busy", "wrap_up", "outbound_blocked"]))
+
+
+class EngineAgentStateResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    agent = fields.Nested(EngineAgentSchema, required=True)
+
+
+class AgentTokenResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    agent_id = fields.Integer(required=True, metadata={"example": 501})
+    token = fields.String(required=True, metadata={"description": "Opens this agent's /ws and missed activities only"})
+    expires_at = fields.String(required=True, metadata={"example": "2026-11-25T18:30:00Z", "description": "UTC"})
+    expires_in = fields.Integer(required=True, metadata={"example": 43200, "description": "Seconds from now"})

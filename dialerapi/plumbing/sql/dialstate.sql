@@ -1,0 +1,48 @@
+-- Reads and writes of a lead's dial state (rules.dialstate). Callers own the transaction.
+
+-- name: lock_lead(oli_id)^
+SELECT * FROM sales_master WHERE oli_id = :oli_id FOR UPDATE;
+
+-- name: write_dial_state(id, data_id, priority_id, dial_status, previous_dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved, reservation_id, reserved_at, updated_at)!
+UPDATE sales_master
+SET data_id = :data_id, priority_id = :priority_id, dial_status = :dial_status,
+    previous_dial_status = :previous_dial_status, disposeRemark = :disposeRemark,
+    last_dial_result = :last_dial_result, hangup_by = :hangup_by, hangup_cause = :hangup_cause,
+    last_attempt_at = :last_attempt_at, first_attempt_at = :first_attempt_at,
+    next_retry_at = :next_retry_at, callback_scheduled_at = :callback_scheduled_at,
+    call_count = :call_count, isReserved = :isReserved, reservation_id = :reservation_id,
+    reserved_at = :reserved_at, updated_at = :updated_at
+WHERE id = :id;
+
+-- name: insert_call_attempt(lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause)!
+INSERT INTO sales_call_attempts
+  (lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause)
+VALUES
+  (:lead_id, :oli_id, :agent_id, :call_type, :started_at, :ended_at, :result, :hangup_by, :hangup_cause);
+
+-- name: end_missed_activities(lead_id, agent_id, ended_at, due_at, ended_at_utc, due_at_utc)!
+-- The call is over: the agent's open missed activity for it starts its grace window.
+UPDATE sales_missed_activities
+SET ended_at = :ended_at, due_at = :due_at, ended_at_utc = :ended_at_utc, due_at_utc = :due_at_utc
+WHERE lead_id = :lead_id AND ended_at IS NULL AND cleared_at IS NULL
+  AND (:agent_id IS NULL OR agent_id = :agent_id);
+
+-- name: clear_missed_activities(oli_id, cleared_at, cleared_by)!
+UPDATE sales_missed_activities
+SET cleared_at = :cleared_at, cleared_by = :cleared_by
+WHERE oli_id = :oli_id AND cleared_at IS NULL;
+
+-- name: agent_exists(agent_id)$
+SELECT EXISTS (SELECT 1 FROM sales_agents WHERE id = :agent_id);
+
+-- name: reservations_before(before)
+-- Live reservations made at or before a wall-clock time (the lease); the caller checks the exact instant.
+SELECT oli_id, reservation_id, reserved_at FROM sales_master
+WHERE dial_status = 'Calling' AND isReserved = 1 AND reserved_at <= :before
+ORDER BY reserved_at, id;
+
+-- name: live_reservations()^
+-- Every live row, those without reserved_at (reserved in SQL by an engine: no lease), and the
+-- oldest reserved_at.
+SELECT COUNT(*) AS live, COALESCE(SUM(reserved_at IS NULL), 0) AS without_lease, MIN(reserved_at) AS oldest
+FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1;

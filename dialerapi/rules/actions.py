@@ -1,0 +1,127 @@
+"""CRM after-call actions: send-callback-request, pending callbacks and dispositions, and the sweep.
+
+lead-intake-api.md: POST /api/send-callback-request, /api/pending-callbacks,
+/api/pending-dispositions, "Pending row statuses"; decisions.md D5 and D6. The dial-state changes
+themselves come from dialstate; this module decides when they apply. Every function here takes the
+connection first and runs inside the caller's transaction, except `sweep`, which runs one
+transaction per oli_id.
+"""
+
+import logging
+from datetime import timedelta
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.clock import format_wall_clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import agents, dialstate
+
+log = logging.getLogger(__name__)
+
+SWEEP_MIN_AGE = timedelta(seconds=30)
+SWEEP_BATCH = 500
+AUDIT_FIELDS = ("agentId", "extension", "callbackType", "workStatus", "subDisposition", "remarks")
+CLEARED_BY = {"callback": "callback", "dispose": "disposition"}
+
+
+def request_callback(conn, oli_id, scheduled_at, now):
+    """POST /api/send-callback-request: Callback at `scheduled_at`, priority kept, dial-state reset.
+
+    Returns the response's `lead` object {oli_id, data_id, dial_status, callback_scheduled_at
+    ('YYYY-MM-DD HH:MM:SS' in DB_TIMEZONE)}. Raises dialstate.UnknownLead (404) and
+    dialstate.LeadInFlight (409) when the lead is Calling + reserved.
+    """
+    row = dialstate.lock_lead(conn, oli_id)
+    if dialstate.is_live(row):
+        raise dialstate.LeadInFlight(oli_id)
+    row = dialstate.write_lead(conn, row, dialstate.callback_changes(scheduled_at), now)
+    return {
+        "oli_id": row["oli_id"],
+        "data_id": row["data_id"],
+        "dial_status": row["dial_status"],
+        "callback_scheduled_at": format_wall_clock(row["callback_scheduled_at"]),
+    }
+
+
+def submit_action(conn, action, now, tz):
+    """Store a CRM callback (`action="callback"`, scheduled_at) or disposition (`action="dispose"`, reason).
+
+    In one transaction (D5): lock the lead; supersede its older pending rows (latest wins); store
+    the row, `applied` with the change made now when the lead is not live, `pending` (held until
+    settle or the sweep) when it is; clear every open missed activity of the oli_id (cleared_by
+    callback or disposition), unblock those agents and queue their events. `action` carries
+    oli_id, action, scheduled_at or reason, and the optional audit fields; `now` is wall-clock in
+    `tz`. Returns the stored row as a dict with its `id` and `status`. Raises dialstate.UnknownLead.
+    """
+    row = dialstate.lock_lead(conn, action["oli_id"])
+    live = dialstate.is_live(row)
+    queries.supersede_pending(conn, oli_id=action["oli_id"])
+    stored = {
+        "oli_id": action["oli_id"], "action": action["action"], "scheduled_at": action.get("scheduled_at"),
+        "reason": action.get("reason"), "status": "pending" if live else "applied", "created_at": now,
+        "applied_at": None if live else now, **{field: action.get(field) for field in AUDIT_FIELDS},
+    }
+    queries.insert_pending_action(conn, **stored)
+    stored["id"] = queries.last_insert_id(conn)
+    if not live:
+        dialstate.apply_action(conn, row, stored, now, dialstate.load_config(conn))
+    agents.clear_for_lead(conn, action["oli_id"], CLEARED_BY[action["action"]], now, tz)
+    return stored
+
+
+def apply_held(conn, oli_id, now):
+    """Apply the held action of one oli_id if its lead is no longer live.
+
+    Returns "applied", "live" (still on a call: left pending) or "failed" (the oli_id no longer
+    exists: its pending rows become `failed`).
+    """
+    row = queries.lock_lead(conn, oli_id=oli_id)
+    if row is None:
+        queries.fail_pending(conn, oli_id=oli_id)
+        return "failed"
+    if dialstate.is_live(row):
+        return "live"
+    dialstate.apply_latest_pending(conn, row, now, dialstate.load_config(conn))
+    return "applied"
+
+
+def sweep(db, now, tz, config=None):
+    """The sweep (D6): apply pending rows older than 30 s whose lead is not live; fail those whose oli_id is gone.
+
+    Catches leads that an engine settled without calling settle. With `config` (the app's
+    settings) it first releases the reservations whose lease ran out (`release_expired`), which
+    catches leads whose engine never settles at all. One transaction per oli_id, at most
+    SWEEP_BATCH oli_ids per call; `now` is wall-clock in `tz`. Returns counts {"applied": n,
+    "live": n, "failed": n}, and "released": n with `config`.
+    """
+    counts = {}
+    if config is not None:
+        counts["released"] = len(release_expired(
+            db, now, tz, lease_seconds=config["RESERVATION_LEASE_SECONDS"],
+            grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"], release_retry_ms=config["RELEASE_RETRY_MS"]))
+    cutoff = clock.after(now, -SWEEP_MIN_AGE, tz)
+    due = db.run(lambda conn: [r["oli_id"] for r in queries.due_pending_oli_ids(
+        conn, cutoff=cutoff, max_rows=SWEEP_BATCH)])
+    counts.update(applied=0, live=0, failed=0)
+    for oli_id in due:
+        counts[db.run(apply_held, oli_id, now)] += 1
+    return counts
+
+
+def release_expired(db, now, tz, *, lease_seconds, grace_minutes, release_retry_ms):
+    """Release every reservation older than `lease_seconds` (README, "Reservation lease"), one transaction each.
+
+    Each goes as an originate failure would (dialstate.release), unless it was settled or released
+    since it was read (its reservation_id is no longer the lead's). Logs a warning per lead.
+    Returns the oli_ids released.
+    """
+    released = []
+    for expired in db.run(dialstate.expired_reservations, now, tz, lease_seconds):
+        try:
+            db.run(dialstate.release, expired["oli_id"], now, tz=tz, grace_minutes=grace_minutes,
+                   release_retry_ms=release_retry_ms, reservation_id=expired["reservation_id"])
+        except (dialstate.UnknownLead, dialstate.NotLive, dialstate.StaleReservation):
+            continue
+        log.warning("released the reservation of lead %s made at %s: no settle within %d s (reservation lease)",
+                    expired["oli_id"], format_wall_clock(expired["reserved_at"]), lease_seconds)
+        released.append(expired["oli_id"])
+    return released

@@ -1,0 +1,252 @@
+"""Claims for the dialing engine (lead-intake-api.md "Claim and retry rules", "States and transitions").
+
+- `claim_next`: progressive. The next lead for one available agent, by skill (form_type) and
+  allowed priority, in claim order: due Callback, then Pending, then Abandoned, then Not Connected.
+- `claim_predictive` and `bridge`: predictive. A lead is claimed for the skills of the agents who
+  are free now; the customer is called first; `bridge` then finds a free skilled agent, or none
+  (the call holds, and ends Abandoned if the customer hangs up: settle with `abandoned`).
+- `claim_lead`: a named lead, for a redial (call_type redial) or an inbound call; reopens
+  Received, Rejected and Disposed leads.
+
+Every claim sets Calling + isReserved, remembers the previous status and starts a reservation
+(dialstate.claim_changes); settle ends the call, or the sweep releases the reservation when its
+lease runs out. Functions take the connection first and run in the caller's transaction;
+`sales_dialer_config.isMaintainance = 1` stops every new outbound claim (NotClaimable). Candidate
+rows are locked with FOR UPDATE SKIP LOCKED, so two engines claiming at once never get the same
+lead, and a claim answers None only when nothing it may take is due and unreserved.
+"""
+
+from collections import Counter
+from datetime import timedelta
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import dialstate
+from dialerapi.rules.agents import UnknownAgent, with_lists
+
+# Candidates read per claim bucket and form_type in the first window; each later window is
+# WINDOW_GROWTH times larger, until the candidates run out.
+CANDIDATES = 5
+WINDOW_GROWTH = 8
+MAINTENANCE = "maintenance"
+NO_FREE_AGENT = "no_free_agent"
+
+
+class NotClaimable(Exception):
+    """No claim can be made now, and `reason` says why.
+
+    maintenance (isMaintainance = 1, HTTP 409 `maintenance`); lead_in_flight (a named lead is live,
+    HTTP 409 `lead_in_flight`); the agent's unavailable reason (panel_inactive, paused, ami_busy,
+    wrap_up, outbound_blocked) or no_free_agent for a predictive claim (HTTP 409 `not_claimable`).
+    """
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def lock_agent(conn, agent_id):
+    """SELECT ... FOR UPDATE the sales_agents row of `agent_id`, with `skills` and `priorities` as lists.
+
+    Raises agents.UnknownAgent.
+    """
+    agent = queries.lock_agent(conn, agent_id=agent_id)
+    if agent is None:
+        raise UnknownAgent(agent_id)
+    return with_lists(agent)
+
+
+def _candidates(conn, wanted, now, config, max_rows):
+    """Unlocked candidate lead ids in claim order, and whether they are all there are.
+
+    `wanted`: (form_type, allowed priority_ids) pairs; an empty priority list allows every priority.
+    Bucket by bucket, due-first within a bucket across form_types; at most `max_rows` per bucket
+    and form_type. The second value is True when no bucket of any form_type was cut at `max_rows`.
+    Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry rules 2).
+    """
+    callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
+    rows, cut = [], False
+    for form_type, priorities in wanted:
+        found = list(queries.due_candidates(
+            conn, form_type=form_type, now=now, callbacks_open=callbacks_open, all_priorities=not priorities,
+            priorities=tuple(priorities) or (0,), max_rows=max_rows))
+        cut = cut or max_rows in Counter(row["bucket"] for row in found).values()
+        rows.extend(found)
+    rows.sort(key=lambda row: (row["bucket"], row["due"] is not None, row["due"] or now, row["id"]))
+    return [row["id"] for row in rows], not cut
+
+
+def _lock_first_due(conn, wanted, now, config):
+    """Lock and return the first due, unreserved lead of `wanted` ((form_type, allowed priority_ids)
+    pairs, as `_candidates` takes them) in claim order, or None.
+
+    Candidates are read without locks, in index order, and locked one at a time with SKIP LOCKED,
+    so concurrent claims pass each other's leads by instead of queueing on them. When a window of
+    candidates is used up without a lead, the next, larger one is read, until the candidates run
+    out; then the leads that other transactions held are waited for, in claim order (a claim that
+    took one has reserved it; a push or a CRM action leaves it unreserved, and it is ours). So None
+    means that no lead of these form_types is due and unreserved at this moment (issue #16).
+    """
+    tried, held = set(), []
+    max_rows = CANDIDATES
+    while True:
+        ids, complete = _candidates(conn, wanted, now, config, max_rows)
+        for lead_id in ids:
+            if lead_id in tried:
+                continue
+            tried.add(lead_id)
+            row = queries.lock_unreserved(conn, id=lead_id)
+            if row is None:
+                held.append(lead_id)
+            # The candidate was read without a lock: check again now that it is ours.
+            elif dialstate.is_due(row, now, config):
+                return row
+        if complete:
+            break
+        max_rows *= WINDOW_GROWTH
+    for lead_id in held:
+        row = queries.lock_unreserved_waiting(conn, id=lead_id)
+        if row is not None and dialstate.is_due(row, now, config):
+            return row
+    return None
+
+
+def claim_next(conn, agent_id, now):
+    """Progressive claim: reserve the next due lead for agent `agent_id`, or return None.
+
+    None only when no lead matching the agent's skills and allowed priorities is due and
+    unreserved. Returns the claimed sales_master row as it now stands (Calling, isReserved 1, a new
+    reservation_id, reserved_at = `now`, wall-clock DB_TIMEZONE). Raises agents.UnknownAgent;
+    NotClaimable with reason maintenance, or the agent's unavailable reason
+    (dialstate.unavailable_reason: panel_inactive, paused, ami_busy, wrap_up, outbound_blocked).
+    """
+    config = dialstate.load_config(conn)
+    agent = lock_agent(conn, agent_id)
+    if config.isMaintainance:
+        raise NotClaimable(MAINTENANCE)
+    reason = dialstate.unavailable_reason(agent, now)
+    if reason:
+        raise NotClaimable(reason)
+    row = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config)
+    if row is None:
+        return None
+    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+
+
+def claim_predictive(conn, now, *, ahead=False, form_type=None):
+    """Predictive claim: reserve the next due lead that some free agent could take, or None.
+
+    The customer is called first; `bridge` then picks the agent. With `form_type` (issue #29: a
+    pacing engine dials each skill on its own free agents) only leads of that form_type, and
+    NotClaimable no_free_agent when no agent with that skill is free; without it, leads of every
+    free agent's skills, as before. Either way a lead is taken only if a free agent with its skill
+    also allows its priority_id (an agent with no priority list allows all), so no call is dialed
+    that no free agent could take. None only when no such lead is due and unreserved. `ahead`
+    (dial ahead): agents on a call or in wrap-up count as free too, so a pacing rule can dial
+    before an agent comes free (the customer holds until `bridge` finds one); paused,
+    outbound-blocked and panel-inactive agents never count. Raises NotClaimable with reason
+    maintenance or no_free_agent.
+    """
+    config = dialstate.load_config(conn)
+    if config.isMaintainance:
+        raise NotClaimable(MAINTENANCE)
+    wanted = _skills_and_priorities(_free_agents(conn, now, ahead=ahead), form_type)
+    if not wanted:
+        raise NotClaimable(NO_FREE_AGENT)
+    row = _lock_first_due(conn, wanted, now, config)
+    if row is None:
+        return None
+    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+
+
+def _skills_and_priorities(agents, form_type=None):
+    """(form_type, allowed priority_ids) for each skill of `agents` (only `form_type` when given), in
+    form_type order: the union of the allowed priorities of the agents with that skill, or () for
+    every priority when one of them allows all."""
+    allowed = {}
+    for agent in agents:
+        for skill in agent["skills"]:
+            if form_type is not None and skill != form_type:
+                continue
+            if not agent["priorities"]:
+                allowed[skill] = None
+            elif allowed.get(skill, ()) is not None:
+                allowed[skill] = set(allowed.get(skill, ())) | set(agent["priorities"])
+    return [(skill, sorted(priorities or ())) for skill, priorities in sorted(allowed.items())]
+
+
+def _free_agents(conn, now, *, ahead=False):
+    agents = [with_lists(agent) for agent in queries.available_agents(conn, ahead=ahead)]
+    if ahead:  # a call and a wrap-up end by themselves: judge the agent as if both were over
+        return [agent for agent in agents
+                if dialstate.unavailable_reason({**agent, "ami_idle": 1, "wrapup_until": None}, now) is None]
+    return [agent for agent in agents if dialstate.unavailable_reason(agent, now) is None]
+
+
+def bridge(conn, oli_id, now):
+    """Predictive: the customer of a live lead answered; pick a free agent with the lead's skill and priority.
+
+    Returns the agent id (the agent is marked AMI-busy so no other call is bridged to them), or
+    None when nobody matching is free: the call holds. Raises dialstate.UnknownLead, and
+    dialstate.NotLive when the lead is not on a call.
+    """
+    lead = dialstate.lock_lead(conn, oli_id)
+    if not dialstate.is_live(lead):
+        raise dialstate.NotLive(oli_id)
+    for agent in _free_agents(conn, now):
+        if lead["form_type"] not in agent["skills"]:
+            continue
+        if agent["priorities"] and lead["priority_id"] not in agent["priorities"]:
+            continue
+        locked = lock_agent(conn, agent["id"])
+        # Read without a lock above: check again on the locked row before taking the agent.
+        if dialstate.unavailable_reason(locked, now) is None:
+            set_availability(conn, locked["id"], ami_idle=False)
+            return locked["id"]
+    return None
+
+
+def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL):
+    """Claim a named lead for a redial (call_type redial) or an inbound call (call_type inbound).
+
+    Reopens Received, Rejected and Disposed leads. The agent must be available; an outbound block
+    does not stop an inbound call, nor a redial of a lead the agent has an open missed activity for.
+    Maintenance stops redials, not inbound calls. Returns the claimed row. Raises NotClaimable
+    (reason: maintenance, lead_in_flight, or the agent's unavailable reason),
+    dialstate.UnknownLead, agents.UnknownAgent.
+    """
+    config = dialstate.load_config(conn)
+    if config.isMaintainance and call_type != "inbound":
+        raise NotClaimable(MAINTENANCE)
+    agent = lock_agent(conn, agent_id)
+    own_missed = bool(queries.agent_has_missed_activity(conn, agent_id=agent_id, oli_id=oli_id))
+    reason = dialstate.unavailable_reason(agent, now, outbound=call_type != "inbound" and not own_missed)
+    if reason:
+        raise NotClaimable(reason)
+    row = queries.lock_lead_skip_locked(conn, oli_id=oli_id)
+    if row is None:
+        if not queries.lead_exists(conn, oli_id=oli_id):
+            raise dialstate.UnknownLead(oli_id)
+        raise NotClaimable("lead_in_flight")  # another transaction holds it right now
+    if row["isReserved"]:
+        raise NotClaimable("lead_in_flight")
+    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+
+
+KEEP = object()
+
+
+def wrapup_until(seconds, now, tz):
+    """When a wrap-up of `seconds` (elapsed time) from `now` (wall-clock in `tz`) ends; None for 0 (no wrap-up)."""
+    return clock.after(now, timedelta(seconds=seconds), tz) if seconds else None
+
+
+def set_availability(conn, agent_id, *, panel_active=None, ami_idle=None, wrapup_until=KEEP):
+    """Record what the panel and the engine know of an agent: panel connected, AMI idle, wrap-up end.
+
+    None (the default) leaves panel_active / ami_idle as they are; wrapup_until is written when
+    given (None = not in wrap-up), otherwise kept.
+    """
+    queries.set_availability(conn, agent_id=agent_id, panel_active=panel_active, ami_idle=ami_idle,
+                             set_wrapup=wrapup_until is not KEEP,
+                             wrapup_until=None if wrapup_until is KEEP else wrapup_until)

@@ -1,0 +1,209 @@
+"""The dial-state rules shared by the HTTP routes and the engine-facing functions.
+
+lead-intake-api.md, "States and transitions", "Dial-state reset" and "Claim and retry rules";
+decisions.md D6. This module is the one implementation of settle, of release, of applying a held
+CRM action and of locking and writing a lead's dial state; rules.states holds the vocabulary and
+the pure transitions ("is this lead live", the dial-state reset, the hangup transitions), every
+name of which is also reachable here as dialstate.NAME. Functions that touch the database take the
+connection first and never commit.
+
+All datetimes are naive wall-clock values in DB_TIMEZONE (decisions.md D2); `tz` is that zone (a
+ZoneInfo). Elapsed-time arithmetic and daylight saving follow the rules of `clock`.
+"""
+
+from datetime import timedelta
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules.events import notify
+from dialerapi.rules.states import (  # noqa: F401 - the vocabulary, reachable as dialstate.NAME
+    ABANDONED,
+    CALL_TYPES,
+    CALLBACK,
+    CALLBACK_PRIORITY_ID,
+    CALLING,
+    DIAL_STATE_COLUMNS,
+    DISPOSED,
+    MAX_TRIES_REMARK,
+    NOT_CONNECTED,
+    OUTCOMES,
+    PENDING,
+    RECEIVED,
+    REDIAL,
+    REJECTED,
+    REOPENABLE,
+    RESERVATION_ENDED,
+    DialerConfig,
+    LeadInFlight,
+    NotLive,
+    StaleReservation,
+    UnknownAgent,
+    UnknownLead,
+    attempts_allowed,
+    callback_changes,
+    claim_changes,
+    config_from_row,
+    dial_state_reset,
+    disposition_changes,
+    hangup_changes,
+    in_work_window,
+    is_due,
+    is_live,
+    load_config,
+    missing_config,
+    new_data_id,
+    next_work_start,
+    push_next_retry_at,
+    push_reset,
+    retry_after_no_answer,
+    status_before_claim,
+    unavailable_reason,
+    work_start_on,
+)
+
+
+def write_lead(conn, row, changes, now):
+    """Write `changes` onto the locked master `row`; return the row as it now stands."""
+    updated = {**row, **changes, "updated_at": now}
+    queries.write_dial_state(conn, id=row["id"], updated_at=now, **{c: updated[c] for c in DIAL_STATE_COLUMNS})
+    return updated
+
+
+def lock_lead(conn, oli_id):
+    """SELECT ... FOR UPDATE the master row of `oli_id`. Raises UnknownLead."""
+    row = queries.lock_lead(conn, oli_id=oli_id)
+    if row is None:
+        raise UnknownLead(oli_id)
+    return row
+
+
+def apply_action(conn, row, action, now, config):
+    """Apply a CRM action (a sales_pending_actions row or one about to be stored) to a lead that is not live."""
+    if action["action"] == "callback":
+        changes = callback_changes(action["scheduled_at"], priority_id=CALLBACK_PRIORITY_ID)
+    else:
+        changes = disposition_changes(action["reason"], config)
+    return write_lead(conn, row, changes, now)
+
+
+def apply_latest_pending(conn, row, now, config):
+    """Apply the newest `pending` action of the lead (latest wins) and supersede any older ones.
+
+    The lead must be locked and not live. Returns (row, applied action or None).
+    """
+    action = queries.latest_pending_action(conn, oli_id=row["oli_id"])
+    if action is None:
+        return row, None
+    row = apply_action(conn, row, action, now, config)
+    queries.mark_pending_applied(conn, id=action["id"], applied_at=now)
+    queries.supersede_pending(conn, oli_id=row["oli_id"])
+    return row, {**action, "status": "applied", "applied_at": now}
+
+
+def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, agent_id=None, call_type="outbound",
+           hangup_by=None, hangup_cause=None, started_at=None, reservation_id=None):
+    """Settle a hangup reported by the dialing engine (decisions.md D6), in the caller's transaction.
+
+    Locks the master row; records the call attempt in sales_call_attempts; applies the hangup
+    transition (`hangup_changes`); ends the reservation; ends the agent's open missed activity for
+    the lead and applies the latest held CRM action (`end_call`). `now` and `started_at` are
+    wall-clock datetimes in `tz` (DB_TIMEZONE). `reservation_id`, when given, must be the lead's
+    current reservation (the one its claim answered), so a settle that comes after its reservation
+    was released cannot settle a later call of the same lead.
+
+    Returns {"lead": the row as it now stands, "pending": the action applied or None}. Raises
+    UnknownLead, UnknownAgent for an `agent_id` not on the roster, NotLive when the lead is not
+    Calling + reserved, StaleReservation, KeyError for an unknown outcome. Nothing is written
+    when it raises.
+    """
+    if outcome not in OUTCOMES:
+        raise KeyError(outcome)
+    row = lock_lead(conn, oli_id)
+    if agent_id is not None and not queries.agent_exists(conn, agent_id=agent_id):
+        raise UnknownAgent(agent_id)
+    check_reservation(row, reservation_id)
+    config = load_config(conn)
+    queries.insert_call_attempt(
+        conn, lead_id=row["id"], oli_id=oli_id, agent_id=agent_id, call_type=call_type,
+        started_at=started_at, ended_at=now, result=OUTCOMES[outcome][1], hangup_by=hangup_by,
+        hangup_cause=hangup_cause,
+    )
+    changes = hangup_changes(
+        row, outcome, now, config, tz, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
+        started_at=started_at, release_retry_ms=release_retry_ms,
+    )
+    return end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes, agent_id=agent_id)
+
+
+def check_reservation(row, reservation_id=None):
+    """Raise NotLive unless the locked `row` is live; StaleReservation when `reservation_id` is given
+    and is not the row's current reservation (also when the row is no longer live)."""
+    if reservation_id is not None and (not is_live(row) or row["reservation_id"] != reservation_id):
+        raise StaleReservation(row["oli_id"])
+    if not is_live(row):
+        raise NotLive(row["oli_id"])
+
+
+def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=None):
+    """Write the end of a live call onto the locked `row`, then what follows from it (D6).
+
+    `changes` are the columns the end of the call writes (a hangup transition, or a release). Ends
+    the open missed activity of `agent_id` (of every agent when None) for the lead: ended_at = now,
+    due_at = `grace_minutes` of elapsed time later, with their exact UTC instants beside them, and
+    queues the agents' events; then applies the latest held CRM action of the oli_id, which wins.
+    Returns {"lead": the row as it now stands, "pending": the action applied or None}.
+    """
+    row = write_lead(conn, row, changes, now)
+    grace = timedelta(minutes=grace_minutes)
+    ended_at_utc = clock.to_utc(now, tz)
+    ended = queries.end_missed_activities(
+        conn, lead_id=row["id"], agent_id=agent_id, ended_at=now, due_at=clock.after(now, grace, tz),
+        ended_at_utc=ended_at_utc, due_at_utc=ended_at_utc + grace,
+    )
+    if ended:
+        notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=row["oli_id"])], now)
+    row, applied = apply_latest_pending(conn, row, now, config)
+    return {"lead": row, "pending": applied}
+
+
+def release(conn, oli_id, now, *, tz, grace_minutes, release_retry_ms, reservation_id=None):
+    """End a live reservation that no settle ended (README, "Reservation lease"), in the caller's transaction.
+
+    What an originate failure does, without a call attempt: the status from before the claim is
+    restored, call_count and the attempt times stay as they were, the lead is retried after
+    `release_retry_ms`; the open missed activities of the lead start their grace window and the
+    latest held CRM action is applied (`end_call`). `reservation_id`, when given, must still be
+    the lead's (the sweep passes the one it found expired). Returns what `end_call` returns.
+    Raises UnknownLead, NotLive, StaleReservation.
+    """
+    row = lock_lead(conn, oli_id)
+    check_reservation(row, reservation_id)
+    config = load_config(conn)
+    changes = hangup_changes(row, "originate_failed", now, config, tz, release_retry_ms=release_retry_ms)
+    return end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes)
+
+
+def expired_reservations(conn, now, tz, lease_seconds):
+    """The live leads whose reservation is older than `lease_seconds` of elapsed time, oldest first.
+
+    Returns [{"oli_id", "reservation_id", "reserved_at"}]. Measured between instants, so a lease
+    never ends early across a daylight-saving change. Reservations without reserved_at (an
+    engine that reserves rows in SQL itself) never expire.
+    """
+    lease = timedelta(seconds=lease_seconds)
+    # The wall-clock bound lets the index skip young rows; it is never earlier than the exact one.
+    rows = queries.reservations_before(conn, before=clock.after(now, -lease, tz))
+    deadline = clock.instant(now, tz) - lease
+    return [row for row in rows if clock.instant(row["reserved_at"], tz) <= deadline]
+
+
+def live_reservations(conn, now, tz):
+    """The live reservations, for /health and /metrics (README, "Reservation lease"), in one statement.
+
+    Returns {"live": leads Calling + reserved, "unleased": those without reserved_at (no lease),
+    "oldest_seconds": elapsed seconds since the oldest reserved_at, or None when there is none}.
+    """
+    row = queries.live_reservations(conn)
+    oldest = row["oldest"]
+    age = None if oldest is None else max(0, round((clock.instant(now, tz) - clock.instant(oldest, tz)).total_seconds()))
+    return {"live": int(row["live"]), "unleased": int(row["without_lease"]), "oldest_seconds": age}

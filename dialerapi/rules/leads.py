@@ -1,0 +1,93 @@
+"""Lead push: validate a body and upsert it into sales_master (lead-intake-api.md, POST /api/leads; D4).
+
+A batch costs three statements inside its transaction, however many leads it carries: read the
+priority catalog and the dialer config, lock every oli_id of the batch in one SELECT ... FOR
+UPDATE, write every row in one multi-row INSERT ... ON DUPLICATE KEY UPDATE.
+
+What depends on the batch alone is done once per batch (issue #33): the push reset's next_retry_at
+and the reset values of a Pending lead, escaped once with `now` (db.Literal); each lead adds only
+its own values, as a tuple in the statement's column order.
+"""
+
+import uuid
+
+from dialerapi.plumbing.db import Conflict, Literal, queries
+from dialerapi.rules import catalog, dialstate
+
+# upsert_leads' columns after each lead's own (oli_id, data_id, phone_number, client_name, form_type,
+# priority_id), in the statement's order; created_at and updated_at follow.
+RESET_COLUMNS = ("dial_status", "disposeRemark", "last_dial_result", "hangup_by", "hangup_cause", "last_attempt_at",
+                 "first_attempt_at", "next_retry_at", "callback_scheduled_at", "call_count", "isReserved")
+
+INSERTED = "inserted"
+UPDATED = "updated"
+SKIPPED_IN_FLIGHT = "skipped_in_flight"
+
+
+def push(conn, load, now, tz):
+    """Validate a push with `load` and upsert it, inside the caller's transaction.
+
+    `load(priorities)` is the CRM side's validation of the body (sides.crm.schemas.push_loader):
+    it gets the priority catalog as this transaction reads it, so a batch is validated and written
+    against one state of the catalog, and returns the loaded leads. Returns push_leads' results;
+    raises marshmallow.ValidationError (nothing written) with every problem of the body.
+    """
+    priorities, config = catalog.push_context(conn)
+    return push_leads(conn, load(priorities), now, tz, config)
+
+
+def push_leads(conn, leads, now, tz, config):
+    """Upsert `leads` in order, inside the caller's transaction; return one result per lead.
+
+    `leads` are dicts as loaded by sides.crm.schemas.load_push: oli_id, phone_number (digits),
+    client_name, form_type, priority_id, callback_scheduled_at (naive DB_TIMEZONE datetime or
+    None) and callback_scheduled_at_sent (the raw value, echoed back). `now` is wall-clock time in
+    `tz` (DB_TIMEZONE); `config` is the dialstate.DialerConfig.
+
+    A new oli_id is inserted with the push reset; an existing one that is not live gets its contact
+    fields and the push reset; a live one (Calling + isReserved) is not touched and reports its
+    existing data_id. The same oli_id twice is applied in order (D4): the later entry reports
+    `updated`. Each result is {oli_id, status, data_id, callback_scheduled_at}.
+
+    Raises db.Conflict when a concurrent push inserted one of the new oli_ids first; Database.run
+    then retries the whole batch, which will see the row and lock it.
+    """
+    existing = {row["oli_id"]: row for row in queries.lock_leads(conn, oli_ids=sorted({l["oli_id"] for l in leads}))}
+    stamps = (Literal(now),) * 2
+    pending_reset = dialstate.push_reset(data_id=None, callback_scheduled_at=None,
+                                         next_retry_at=dialstate.push_next_retry_at(now, config, tz))
+    pending_tail = tuple(Literal(pending_reset[column]) for column in RESET_COLUMNS) + stamps
+    rows = {}
+    results = []
+    for lead in leads:
+        oli_id = lead["oli_id"]
+        current = existing.get(oli_id)
+        if current is not None and dialstate.is_live(current):
+            results.append(_result(oli_id, SKIPPED_IN_FLIGHT, current["data_id"], lead))
+            continue
+        data_id = str(uuid.uuid4())
+        status = UPDATED if current is not None or oli_id in rows else INSERTED
+        if lead["callback_scheduled_at"] is None:
+            tail = pending_tail
+        else:
+            reset = dialstate.push_reset(data_id=data_id, callback_scheduled_at=lead["callback_scheduled_at"],
+                                         next_retry_at=None)
+            tail = tuple(reset[column] for column in RESET_COLUMNS) + stamps
+        rows[oli_id] = (oli_id, data_id, lead["phone_number"], lead["client_name"], lead["form_type"],
+                        lead["priority_id"]) + tail
+        results.append(_result(oli_id, status, data_id, lead))
+    if rows:
+        expected = sum(2 if oli_id in existing else 1 for oli_id in rows)
+        affected = queries.upsert_leads(conn, [rows[oli_id] for oli_id in sorted(rows)])
+        if affected != expected:
+            raise Conflict(f"a concurrent push inserted some of these oli_ids first ({affected} != {expected})")
+    return results
+
+
+def _result(oli_id, status, data_id, lead):
+    return {
+        "oli_id": oli_id,
+        "status": status,
+        "data_id": data_id,
+        "callback_scheduled_at": lead["callback_scheduled_at_sent"],
+    }

@@ -1,0 +1,98 @@
+"""The agent side's HTTP surface: one agent's missed activities (D7), the pause-reason catalog,
+agent tokens for the agent desktop's server (issue #28; D9) and the reference panel at /panel/.
+
+The socket itself is sides.agent.socket. Imports the rules, the plumbing and web, never another side.
+"""
+
+from pathlib import Path
+
+from flask import Blueprint, current_app, g, redirect, request, send_from_directory
+
+from dialerapi.plumbing import clock, limits
+from dialerapi.plumbing.db import get_db
+from dialerapi.rules import agents, catalog
+from dialerapi.sides.agent import schemas
+from dialerapi.web import agent_tokens, auth
+from dialerapi.web.auth import AGENT, CRM, opens, public
+from dialerapi.web.errors import ApiError
+from dialerapi.web.requests import db_timezone, json_body, load
+
+agents_bp = Blueprint("agents", __name__)
+catalog_bp = Blueprint("catalog", __name__)
+panel_bp = Blueprint("panel", __name__)
+
+blueprints = (agents_bp, catalog_bp, panel_bp)
+
+
+@agents_bp.get("/api/missed-activities")
+@opens(CRM, AGENT)
+@limits.missed_activities
+def missed_activities():
+    """One agent's open missed activities (lead-intake-api.md, GET /api/missed-activities; D7).
+
+    Query: exactly one of agentId and extension (with an agent token, neither: the token's agent).
+    200 {ok, agent_id, blocked, grace_minutes, items}; 404 unknown_agent / unknown_extension; 400 for
+    neither, both, or a malformed extension; 403 forbidden for an agent token of another agent (#28).
+    """
+    args = request.args.to_dict()
+    caller = g.caller
+    if caller.role == AGENT and not {"agentId", "extension"} & args.keys():
+        lookup = {"agent_id": caller.agent_id}
+    else:
+        lookup = load(schemas.MissedActivitiesQuery().load, args)
+    grace_minutes = current_app.config["MISSED_ACTIVITY_GRACE_MINUTES"]
+    answer = get_db().run(agents.missed_activities, clock.now(db_timezone()), db_timezone(), grace_minutes, **lookup)
+    # Checked on the answer, so an extension is resolved by the same read; nothing is written.
+    auth.require_own_agent(answer["agent_id"])
+    return answer
+
+
+@agents_bp.post("/api/agent-tokens")
+@limits.agent_tokens
+def mint_agent_token():
+    """A token for one agent's panel (issue #28; decisions.md D9), for the agent desktop's server.
+
+    Body: exactly one of agentId and extension, optional lifetimeSeconds. 201 {ok, agent_id, token,
+    expires_at (ISO 8601 UTC), expires_in (seconds)}; 404 unknown_agent / unknown_extension; 400.
+    """
+    config = current_app.config
+    wanted = load(schemas.AgentTokenRequest(config["AGENT_TOKEN_MAX_SECONDS"]).load, json_body())
+    lifetime = wanted.pop("lifetime_seconds")
+    agent = get_db().run(agents.find_agent, **wanted)
+    token, expires_at = agent_tokens.mint(config, agent["id"], lifetime)
+    return {"ok": True, "agent_id": agent["id"], "token": token, "expires_at": clock.format_utc(expires_at),
+            "expires_in": lifetime or config["AGENT_TOKEN_SECONDS"]}, 201
+
+@catalog_bp.get("/api/pause-reasons")
+@public
+def pause_reasons():
+    """The pause-reason catalog (lead-intake-api.md, GET /api/pause-reasons). Public."""
+    return get_db().run(catalog.pause_reasons)
+
+
+PANEL_DIR = Path(__file__).resolve().parent / "panel"
+PANEL_FILES = ("index.html", "panel.js", "panel.css")
+# The panel's own files and its own origin only: no inline script, no third party, not framed.
+PANEL_POLICY = "default-src 'self'; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
+
+
+@panel_bp.get("/panel")
+@public
+def panel_redirect():
+    """/panel -> /panel/, keeping the fragment (a browser keeps it across a redirect)."""
+    return redirect("/panel/", code=308)
+
+
+@panel_bp.get("/panel/", defaults={"name": "index.html"})
+@panel_bp.get("/panel/<name>")
+@public
+def panel(name):
+    """The reference agent panel (issue #28): static HTML, JS and CSS shipped in the package. Public:
+    it holds no secret; the agent's token reaches it in the URL fragment or from the host page."""
+    if name not in PANEL_FILES:
+        raise ApiError(404, "not_found")
+    response = send_from_directory(PANEL_DIR, name, max_age=0)
+    response.headers["Content-Security-Policy"] = PANEL_POLICY
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response

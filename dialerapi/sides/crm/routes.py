@@ -1,0 +1,72 @@
+"""The CRM side's HTTP surface (lead-intake-api.md, "Endpoints"): lead push, callbacks and
+final dispositions, opened by WS_SECRET (web.auth, CRM).
+
+Imports the rules, the plumbing and web (what every side shares), never another side.
+"""
+
+from flask import Blueprint
+
+from dialerapi.plumbing import clock, limits
+from dialerapi.plumbing.db import get_db
+from dialerapi.rules import actions, leads
+from dialerapi.sides.crm import schemas
+from dialerapi.upkeep import observability
+from dialerapi.web.requests import db_timezone, json_body, load
+
+leads_bp = Blueprint("leads", __name__)
+callbacks_bp = Blueprint("callbacks", __name__)
+
+blueprints = (leads_bp, callbacks_bp)
+
+
+@leads_bp.post("/api/leads")
+@leads_bp.post("/api/master")
+def push_leads():
+    """Upsert one lead or a batch of 1-500 (lead-intake-api.md, POST /api/leads; D4). 201 always."""
+    tz = db_timezone()
+    results = get_db().run(leads.push, schemas.push_loader(json_body(), tz), clock.now(tz), tz)
+    observability.count_pushed(results)
+    return {"ok": True, "leads": results}, 201
+
+
+@callbacks_bp.post("/api/send-callback-request")
+@limits.crm_actions
+def send_callback_request():
+    """Set a callback time on an existing lead now (lead-intake-api.md, POST /api/send-callback-request).
+
+    200 {ok, lead}; 404 unknown_oli_id; 409 lead_in_flight while the lead is live.
+    """
+    callback = load(schemas.SendCallbackSchema().load, json_body())
+    lead = get_db().run(
+        actions.request_callback, callback["oli_id"], callback["scheduled_at"], clock.now(db_timezone())
+    )
+    return {"ok": True, "lead": lead}
+
+
+@callbacks_bp.post("/api/pending-callbacks")
+@limits.crm_actions
+def pending_callback():
+    """CRM callback, held while the lead is live (lead-intake-api.md, POST /api/pending-callbacks; D5).
+
+    200 {ok, pending: {id, oli_id, scheduled_at, status: applied}} when applied now, 202 with
+    status pending when held until settle; 404 unknown_oli_id.
+    """
+    action = load(schemas.PendingCallbackSchema().load, json_body())
+    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()), db_timezone())
+    pending = {key: stored[key] for key in ("id", "oli_id", "scheduled_at", "status")}
+    pending["scheduled_at"] = clock.format_wall_clock(pending["scheduled_at"])
+    return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
+
+
+@callbacks_bp.post("/api/pending-dispositions")
+@limits.crm_actions
+def pending_disposition():
+    """CRM final disposition, held while the lead is live (lead-intake-api.md, POST /api/pending-dispositions; D5).
+
+    200 {ok, pending: {id, oli_id, action: dispose, reason, status: applied}} when applied now,
+    202 with status pending when held; 404 unknown_oli_id.
+    """
+    action = load(schemas.PendingDispositionSchema().load, json_body())
+    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()), db_timezone())
+    pending = {key: stored[key] for key in ("id", "oli_id", "action", "reason", "status")}
+    return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202

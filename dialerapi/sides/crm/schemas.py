@@ -1,0 +1,231 @@
+"""The CRM side's request schemas: lead push, callbacks and dispositions (lead-intake-api.md,
+"Resources and their fields", "Limits"; decisions.md D2-D4), on the shared types of web.fields.
+"""
+
+from marshmallow import ValidationError, fields, post_load, validates_schema
+from marshmallow.validate import Length, OneOf
+
+from dialerapi.plumbing.clock import instant
+from dialerapi.web.fields import (
+    EMPLOYEE_ID, MAX_BATCH, MAX_CALLBACK_PAST, PHONE_DIGITS, ApiSchema, OliId, PhoneNumber, RequestContext,
+    StrictInteger, Text, WallClockDateTime, is_unicode_text, phone_digits
+)
+
+
+class LeadSchema(ApiSchema):
+    """One lead of a push (lead-intake-api.md, "Lead (master row)"; D4).
+
+    Loads to a dict with oli_id, phone_number (digits), client_name, form_type, priority_id,
+    callback_scheduled_at (naive DB_TIMEZONE datetime or None) and callback_scheduled_at_sent (the
+    value exactly as sent, for the response). `data_id` and `agent_id` are unknown fields.
+    """
+
+    oli_id = OliId(required=True)
+    phone_number = PhoneNumber(required=True)
+    client_name = Text(required=True, validate=Length(1, 150))
+    form_type = Text(required=True, validate=Length(1, 64))
+    priority_id = StrictInteger(required=True)
+    callback_scheduled_at = WallClockDateTime(load_default=None, allow_none=True)
+
+    @validates_schema(skip_on_field_errors=False)
+    def check_priority(self, data, **kwargs):
+        """priority_id must exist, be active and not be Final Disposal; only a callback priority takes a time."""
+        if "priority_id" not in data:
+            return
+        problem = priority_problem(
+            RequestContext.get()["priorities"], data["priority_id"], data.get("callback_scheduled_at") is not None
+        )
+        if problem:
+            raise ValidationError(*problem)
+
+    @post_load(pass_original=True)
+    def keep_sent_callback_time(self, data, original, **kwargs):
+        data["callback_scheduled_at_sent"] = original.get("callback_scheduled_at")
+        return data
+
+
+def priority_problem(priorities, priority_id, with_callback_time):
+    """(message, field) when a push may not use `priority_id`, else None (lead-intake-api.md, "Priority").
+
+    The priority must exist, be active and not be Final Disposal; only a callback priority takes a
+    callback time (`with_callback_time`).
+    """
+    priority = priorities.get(priority_id)
+    if priority is None or not priority["is_active"]:
+        return "unknown priority_id", "priority_id"
+    if priority["is_disposed"]:
+        return "Final Disposal is set only by the dialer and cannot be pushed", "priority_id"
+    if with_callback_time and not priority["is_callback"]:
+        return "callback_scheduled_at is only allowed for callback priorities", "callback_scheduled_at"
+    return None
+
+
+LEAD_FIELDS = frozenset(LeadSchema._declared_fields)
+LEAD_REQUIRED = frozenset(name for name, field in LeadSchema._declared_fields.items() if field.required)
+LEAD_TEXT_LENGTHS = {
+    name: (field.validate.min, field.validate.max)
+    for name, field in LeadSchema._declared_fields.items() if isinstance(field, Text)
+}
+
+
+def plain_lead(lead, priorities):
+    """`lead` loaded exactly as LeadSchema loads it, when it is valid and has no callback time; else None.
+
+    Nearly every lead of a CRM batch is such a lead, and marshmallow spends some 60 us on each
+    (30 ms for a batch of 500, more than the batch's writes cost the database). This accepts what
+    LeadSchema accepts and nothing more, with the schema's own limits, helpers and priority rule;
+    anything else (a callback time, a wrong type, any error at all) returns None and is loaded by
+    LeadSchema, which reports it. tests/test_schemas.py holds the two to the same answers.
+    """
+    if type(lead) is not dict or not LEAD_REQUIRED <= lead.keys() <= LEAD_FIELDS:
+        return None
+    if lead.get("callback_scheduled_at") is not None:
+        return None
+    for name, (low, high) in LEAD_TEXT_LENGTHS.items():
+        text = lead[name]
+        if type(text) is not str or not low <= len(text) <= high or not is_unicode_text(text):
+            return None
+    if lead["oli_id"] != lead["oli_id"].strip():
+        return None
+    priority_id = lead["priority_id"]
+    if type(priority_id) is not int or priority_problem(priorities, priority_id, False):
+        return None
+    digits = phone_digits(lead["phone_number"])
+    if digits is None or not PHONE_DIGITS[0] <= len(digits) <= PHONE_DIGITS[1]:
+        return None
+    return {
+        "oli_id": lead["oli_id"], "phone_number": digits, "client_name": lead["client_name"],
+        "form_type": lead["form_type"], "priority_id": priority_id, "callback_scheduled_at": None,
+        "callback_scheduled_at_sent": lead.get("callback_scheduled_at"),
+    }
+
+
+class LeadList(fields.List):
+    """The `leads` of a batch: each lead loaded by `plain_lead`, or by LeadSchema when it cannot.
+
+    Errors are LeadSchema's, keyed by the lead's index, as fields.List reports them.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(fields.Nested(LeadSchema), **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, list):
+            return super()._deserialize(value, attr, data, **kwargs)
+        # The count is checked before any lead is loaded: a 1 MiB body holds 350,000 empty leads.
+        if not 1 <= len(value) <= MAX_BATCH:
+            raise ValidationError(f"Length must be between 1 and {MAX_BATCH}.")
+        priorities = RequestContext.get()["priorities"]
+        loaded, errors = [], {}
+        for index, lead in enumerate(value):
+            plain = plain_lead(lead, priorities)
+            if plain is not None:
+                loaded.append(plain)
+                continue
+            try:
+                loaded.append(self.inner.deserialize(lead, **kwargs))
+            except ValidationError as error:
+                errors[index] = error.messages
+        if errors:
+            raise ValidationError(errors)
+        return loaded
+
+
+class LeadBatchSchema(ApiSchema):
+    """A batch push: `{"leads": [lead, ...]}` with 1-500 leads."""
+
+    leads = LeadList(required=True, validate=Length(1, MAX_BATCH))
+
+
+def load_push(body, tz, priorities):
+    """Validate a push body, either one lead or `{"leads": [...]}`; return the list of loaded leads.
+
+    `tz` is DB_TIMEZONE (callback times are loaded as naive wall-clock time in it, D2);
+    `priorities` is {priority_id: {is_active, is_callback, is_disposed}}. Raises
+    marshmallow.ValidationError with every problem of the whole body.
+    """
+    with RequestContext({"tz": tz, "priorities": priorities}):
+        if isinstance(body, dict) and "leads" in body:
+            return LeadBatchSchema().load(body)["leads"]
+        return [LeadSchema().load(body)]
+
+
+def push_loader(body, tz):
+    """load_push for `body` with the priority catalog given later, inside the push's transaction (rules.leads.push)."""
+    return lambda priorities: load_push(body, tz, priorities)
+
+
+def _optional_text(max_chars):
+    return Text(load_default=None, allow_none=True, validate=Length(max=max_chars))
+
+
+class SendCallbackSchema(ApiSchema):
+    """POST /api/send-callback-request: `oliId` and exactly one of `scheduledAt` / `ScheduledAt` (D5).
+
+    Loads to {oli_id, scheduled_at (naive DB_TIMEZONE datetime)}; past times are accepted.
+    """
+
+    oliId = OliId(required=True)
+    scheduledAt = WallClockDateTime()
+    ScheduledAt = WallClockDateTime()
+
+    @validates_schema(pass_original=True, skip_on_field_errors=False)
+    def one_time(self, data, original_data, **kwargs):
+        if not isinstance(original_data, dict):
+            return  # marshmallow already reports "must be a JSON object"
+        given = [name for name in ("scheduledAt", "ScheduledAt") if name in original_data]
+        if len(given) > 1:
+            raise ValidationError("send exactly one of scheduledAt and ScheduledAt", "ScheduledAt")
+        if not given:
+            raise ValidationError("Missing data for required field.", "scheduledAt")
+
+    @post_load
+    def to_action(self, data, **kwargs):
+        return {"oli_id": data["oliId"], "scheduled_at": data.get("scheduledAt") or data.get("ScheduledAt")}
+
+
+class AuditSchema(ApiSchema):
+    """The optional audit fields stored with a pending row (lead-intake-api.md, "Pending row")."""
+
+    agentId = StrictInteger(load_default=None, allow_none=True, validate=EMPLOYEE_ID)
+    extension = _optional_text(16)
+    workStatus = _optional_text(100)
+    subDisposition = _optional_text(100)
+    remarks = _optional_text(500)
+
+
+class PendingCallbackSchema(AuditSchema):
+    """POST /api/pending-callbacks (camelCase). `scheduledAt` must not be more than 5 minutes in the past.
+
+    Loads to {oli_id, action: "callback", scheduled_at, agentId, extension, callbackType,
+    workStatus, subDisposition, remarks}.
+    """
+
+    oliId = OliId(required=True)
+    scheduledAt = WallClockDateTime(required=True)
+    callbackType = Text(load_default=None, allow_none=True, validate=OneOf(["today", "future_day"]))
+
+    @validates_schema(skip_on_field_errors=True)
+    def not_in_the_past(self, data, **kwargs):
+        # Instants, not wall-clock values: across a daylight-saving change the two differ by the shift.
+        context = RequestContext.get()
+        if instant(data["scheduledAt"], context["tz"]) < instant(context["now"], context["tz"]) - MAX_CALLBACK_PAST:
+            raise ValidationError("must not be more than 5 minutes in the past", "scheduledAt")
+
+    @post_load
+    def to_action(self, data, **kwargs):
+        return {"oli_id": data.pop("oliId"), "action": "callback", "scheduled_at": data.pop("scheduledAt"), **data}
+
+
+class PendingDispositionSchema(AuditSchema):
+    """POST /api/pending-dispositions: `oliId`, `reason` (1-200 chars) and the audit fields.
+
+    Loads to {oli_id, action: "dispose", reason, agentId, extension, workStatus, subDisposition, remarks}.
+    """
+
+    oliId = OliId(required=True)
+    reason = Text(required=True, validate=Length(1, 200))
+
+    @post_load
+    def to_action(self, data, **kwargs):
+        return {"oli_id": data.pop("oliId"), "action": "dispose", **data}

@@ -1,0 +1,199 @@
+"""Health probes (decisions.md D8).
+
+/healthz answers from `HealthState`, which background jobs refresh (database every 5 s, AMI every
+10 s), so it never waits on a dead database or AMI. /health and /api/health add a live database
+check with a 2 s timeout, the cached AMI result, metrics and the last warning or error log lines.
+"""
+
+import collections
+import logging
+import threading
+import time
+from importlib.metadata import PackageNotFoundError, version
+
+import pymysql
+
+from dialerapi.plumbing import ami, clock, socket_slots
+from dialerapi.plumbing.clock import format_utc
+from dialerapi.plumbing.db import connect, queries
+from dialerapi.rules import dialstate
+
+log = logging.getLogger(__name__)
+
+DB_CHECK_SECONDS = 5
+DB_CHECK_TIMEOUT = 2
+AMI_CHECK_SECONDS = 10
+LOG_LINES = 20
+
+
+class RecentLogs(logging.Handler):
+    """The last LOG_LINES warning or error lines of this process, for /health."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines = collections.deque(maxlen=LOG_LINES)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record):
+        # The first line only: a traceback stays in the real log, not in a health body.
+        self.lines.append(self.format(record).splitlines()[0])
+
+
+recent_logs = RecentLogs()
+
+
+class HealthState:
+    """The last result of each background check; read by /healthz, written by the jobs."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.started = time.monotonic()
+        self.db = False
+        self.db_error = "not checked yet"
+        self.db_latency_ms = None
+        self.ami = False
+        self.ami_error = "not checked yet"
+        self.ami_latency_ms = None
+        self.requests = collections.Counter()
+
+    def count_response(self, status):
+        with self._lock:
+            self.requests[f"{status // 100}xx"] += 1
+
+    def record_ami(self, ok, latency_ms=None, error=None):
+        with self._lock:
+            if ok != self.ami:
+                (log.info if ok else log.warning)("AMI %s", "answering" if ok else f"not answering: {error}")
+            self.ami, self.ami_latency_ms, self.ami_error = ok, latency_ms, error
+
+    def record_db(self, ok, latency_ms=None, error=None):
+        with self._lock:
+            if ok != self.db:
+                (log.info if ok else log.warning)("database %s", "reachable" if ok else f"unreachable: {error}")
+            self.db, self.db_latency_ms, self.db_error = ok, latency_ms, error
+
+    def snapshot(self):
+        """The /healthz body: {"ok": True, "ami": bool, "db": bool}."""
+        with self._lock:
+            return {"ok": True, "ami": self.ami, "db": self.db}
+
+
+def check_database(app):
+    """Connect to the first ready node of DATABASE_URL and run SELECT 1, each step bounded by 2 s;
+    record the result on the app. A Galera node that is up but refuses work (wsrep_ready OFF: cut
+    off from the cluster, or still joining) does not count (README "Scale out")."""
+    state = app.extensions["dialerapi.health"]
+    started = time.monotonic()
+    try:
+        conn = connect(app.config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
+        try:
+            queries.ping(conn)
+        finally:
+            conn.close()
+    except (pymysql.MySQLError, OSError) as exc:
+        state.record_db(False, error=str(exc))
+        return False
+    state.record_db(True, latency_ms=round((time.monotonic() - started) * 1000, 2))
+    return True
+
+
+def check_ami(app):
+    """Log in to AMI, ping and log off (timeout 1.5 s); record the result. False when AMI is not configured."""
+    state = app.extensions["dialerapi.health"]
+    config = app.config
+    if not config["AMI_HOST"]:
+        state.record_ami(False, error="not configured (AMI_HOST is empty)")
+        return False
+    try:
+        latency = ami.ping(config["AMI_HOST"], config["AMI_PORT"], config["AMI_USERNAME"], config["AMI_SECRET"])
+    except ami.AmiError as exc:
+        state.record_ami(False, error=str(exc))
+        return False
+    state.record_ami(True, latency_ms=latency)
+    return True
+
+
+def _metrics(conn, tz):
+    sweep = queries.job_run(conn, name="sweep")
+    now = clock.now(tz)
+    reservations = dialstate.live_reservations(conn, now, tz)
+    return {
+        "pending_actions": {row["status"]: row["n"] for row in queries.pending_actions_by_status(conn)},
+        "open_missed_activities": queries.count_open_missed_activities(conn),
+        "blocked_agents": queries.count_blocked_agents(conn),
+        # A reservation older than RESERVATION_LEASE_SECONDS is released by the next sweep; one
+        # without reserved_at (reserved in SQL by an engine) never is (README, "Reservation lease").
+        "live_reservations": reservations["live"],
+        "unleased_reservations": reservations["unleased"],
+        "oldest_reservation_seconds": reservations["oldest_seconds"],
+        "last_sweep_at": format_utc(sweep["last_started_at"], tz) if sweep else None,
+        "last_sweep_result": sweep["last_result"] if sweep else None,
+        "agent_sockets": socket_slots.hosts_report(conn, now, tz),
+    }
+
+
+def _node(conn):
+    """The node a connection is on, "host:port", and its Galera cluster's state (None off Galera)."""
+    state = queries.node_state(conn)
+    cluster = None
+    if state["wsrep_on"]:
+        cluster = {"wsrep_cluster_size": int(state["wsrep_cluster_size"] or 0),
+                   "wsrep_local_state_comment": state["wsrep_local_state_comment"],
+                   "wsrep_ready": state["wsrep_ready"] == "ON"}
+    host = f"[{conn.host}]" if ":" in conn.host else conn.host
+    return {"node": f"{host}:{conn.port}", "cluster": cluster}
+
+
+def report(app):
+    """The /health body and status (D8): 200 when the database answers now and, when AMI is
+    configured, the last AMI check passed; otherwise 503.
+
+    Body: {ok, status (healthy|unhealthy), checks: {db: {ok, host (DATABASE_URL's first node), node
+    (the "host:port" answering now, the first ready node), cluster (null off Galera, else
+    wsrep_cluster_size, wsrep_local_state_comment, wsrep_ready), latency_ms, error}, ami: {ok,
+    configured, host, latency_ms, error}}, metrics: {uptime_seconds, requests (by status class),
+    pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
+    UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
+    and refusals per host, issue #27)}, logs (last 20 warning/error lines of this process), version}. Never
+    a password or the secret.
+    """
+    state = app.extensions["dialerapi.health"]
+    config = app.config
+    metrics = {}
+    node = {"node": None, "cluster": None}
+    started = time.monotonic()
+    try:
+        conn = connect(config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
+        try:
+            node = _node(conn)
+            metrics = _metrics(conn, config["DB_TIMEZONE"])
+        finally:
+            conn.close()
+        state.record_db(True, latency_ms=round((time.monotonic() - started) * 1000, 2))
+    except (pymysql.MySQLError, OSError) as exc:
+        state.record_db(False, error=str(exc))
+    ami_configured = bool(config["AMI_HOST"])
+    healthy = state.db and (state.ami or not ami_configured)
+    with state._lock:
+        body = {
+            "ok": healthy,
+            "status": "healthy" if healthy else "unhealthy",
+            "checks": {
+                "db": {"ok": state.db, "host": app.extensions["dialerapi.db"].host, **node,
+                       "latency_ms": state.db_latency_ms, "error": state.db_error},
+                "ami": {"ok": state.ami, "configured": ami_configured, "host": config["AMI_HOST"] or None,
+                        "latency_ms": state.ami_latency_ms, "error": state.ami_error},
+            },
+            "metrics": {"uptime_seconds": round(time.monotonic() - state.started), "requests": dict(state.requests),
+                        **metrics},
+            "logs": list(recent_logs.lines),
+            "version": _version(),
+        }
+    return body, 200 if healthy else 503
+
+
+def _version():
+    try:
+        return version("dialerapi")
+    except PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,165 @@
+"""Background jobs (APScheduler), started with the app under gunicorn when JOBS_ENABLED.
+
+The scheduler is created once here and bound to the app by `init_app`. Jobs that must run in one
+process per tick across workers and hosts claim the tick in a row of dialerapi_job_runs (decisions.md
+D6; a row, not GET_LOCK, whose lock is local to one Galera node: issue #19); per-process jobs, such
+as the health checks that feed /healthz, run in every worker.
+"""
+
+import json
+import logging
+import os
+import socket
+import time
+from datetime import datetime, timedelta, timezone
+
+import pymysql
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import Conflict, get_db, queries
+from dialerapi.rules import actions, agents, engine
+from dialerapi.upkeep import health
+from dialerapi.upkeep.observability import RESERVATIONS_RELEASED, SWEEPS
+
+log = logging.getLogger(__name__)
+
+scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
+
+SWEEP_SECONDS = 60
+BLOCKING_SECONDS = 10
+PRUNE_SECONDS = 3600
+# Outbox rows only need to outlive the 0.5 s tailing interval; an hour leaves room to look at them.
+OUTBOX_KEEP = timedelta(hours=1)
+# The first sweep comes soon after start, so rows held across a restart are not left waiting.
+FIRST_SWEEP_SECONDS = 5
+# A run counts for the whole tick: another process whose tick comes within this share of the
+# interval after it skips, so workers and hosts started at different moments never double up.
+TICK_SHARE = 0.9
+# A run that outlasts its interval keeps others off for up to this many intervals; a crashed run's
+# claim lapses after as long.
+LEASE_INTERVALS = 2
+
+
+def run_once_per_tick(db, name, interval_seconds, now, work):
+    """Run `work()` unless another process, on any host or node, claimed this tick of the job.
+
+    The tick is claimed in one transaction on the job's dialerapi_job_runs row (`claim_tick`); the
+    claim lasts while the work runs (a lease of two intervals, cleared when it ends), and the start,
+    end and result are recorded there (the end only while the row is still this process's: a run
+    that outlived its lease and was overtaken leaves the new claim alone). `now` is wall-clock (DB_TIMEZONE). Returns work()'s result,
+    or None when skipped; an error of work() clears the lease and propagates.
+    """
+    by = run_by()
+    if not db.run(claim_tick, name, interval_seconds, now, by):
+        return None
+    started = time.monotonic()
+    try:
+        result = work()
+    except BaseException:
+        db.run(queries.release_job_run, name=name, run_by=by)
+        raise
+    finished_at = now + timedelta(seconds=round(time.monotonic() - started))
+    db.run(queries.end_job_run, name=name, run_by=by, finished_at=finished_at,
+           result=json.dumps(result, default=str)[:255])
+    return result
+
+
+def run_by():
+    """This process as dialerapi_job_runs.run_by: "hostname:pid" (after gunicorn's fork, the worker's)."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:255]
+
+
+def claim_tick(conn, name, interval_seconds, now, run_by):
+    """Claim this tick of job `name` for `run_by`; True when claimed, False when taken.
+
+    Taken: the last run started less than 0.9 interval before `now`, or a run's lease is still on.
+    A last start later than `now`, or a lease ending more than two intervals after it (the wall
+    clock went back an hour on a fall-back night), does not stop this one. Two claimers at once: on one node the second
+    waits on the row lock and then sees the first's start; on Galera the second loses certification
+    at COMMIT (1213) and `Database.run` runs it again, when it sees the same. Raises Conflict when a
+    concurrent first run inserted the row, so the claim runs again and reads it.
+    """
+    lease_until = now + timedelta(seconds=interval_seconds * LEASE_INTERVALS)
+    row = queries.lock_job_run(conn, name=name)
+    if row is None:
+        try:
+            queries.insert_job_run(conn, name=name, started_at=now, lease_until=lease_until, run_by=run_by)
+        except pymysql.err.IntegrityError:
+            raise Conflict(f"job {name} inserted by another process") from None
+        return True
+    since_start = (now - row["last_started_at"]).total_seconds()
+    if 0 <= since_start < interval_seconds * TICK_SHARE:
+        return False
+    if row["lease_until"] is not None and \
+            0 < (row["lease_until"] - now).total_seconds() <= interval_seconds * LEASE_INTERVALS:
+        return False
+    queries.claim_job_run(conn, name=name, started_at=now, lease_until=lease_until, run_by=run_by)
+    return True
+
+
+def sweep_tick(app):
+    """The sweep job (decisions.md D6): at most one process per tick applies held CRM actions and
+    releases the reservations whose lease ran out (counted in dialerapi_reservations_released_total)."""
+    with app.app_context():
+        db = get_db()
+        tz = app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
+        result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: actions.sweep(db, now, tz, app.config))
+        if result is not None:
+            SWEEPS.inc()
+            RESERVATIONS_RELEASED.inc(result["released"])
+        if result and (result["applied"] or result["failed"] or result["released"]):
+            log.info("sweep: %s", result)
+        return result
+
+
+def blocking_tick(app):
+    """Keep sales_agents.outbound_blocked equal to "has an uncleared overdue activity" (D7), at least every 15 s."""
+    with app.app_context():
+        db = get_db()
+        tz = app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
+        return run_once_per_tick(db, "blocking", BLOCKING_SECONDS, now,
+                                 lambda: db.run(agents.refresh_blocking, now, tz))
+
+
+def prune_tick(app):
+    """Delete outbox rows older than an hour and engine replies older than a day; returns how many went."""
+    with app.app_context():
+        db = get_db()
+        tz = app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
+
+        def prune(conn):
+            return {"outbox": queries.prune_outbox(conn, before=clock.after(now, -OUTBOX_KEEP, tz)),
+                    "engine_replies": engine.prune_replies(conn, now, tz),
+                    "socket_hosts": queries.prune_socket_hosts(conn, before=clock.after(now, -OUTBOX_KEEP, tz))}
+
+        return run_once_per_tick(db, "prune", PRUNE_SECONDS, now, lambda: db.run(prune))
+
+
+def init_app(app):
+    """Add this app's jobs and start the scheduler, unless JOBS_ENABLED is false (CLI, tests)."""
+    if not app.config["JOBS_ENABLED"]:
+        return
+    scheduler.add_job(
+        health.check_database, "interval", seconds=health.DB_CHECK_SECONDS, args=[app],
+        id="health.database", replace_existing=True, next_run_time=datetime.now(timezone.utc),
+    )
+    scheduler.add_job(
+        health.check_ami, "interval", seconds=health.AMI_CHECK_SECONDS, args=[app],
+        id="health.ami", replace_existing=True, next_run_time=datetime.now(timezone.utc),
+    )
+    scheduler.add_job(
+        sweep_tick, "interval", seconds=SWEEP_SECONDS, args=[app], id="sweep", replace_existing=True,
+        next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_SECONDS),
+    )
+    scheduler.add_job(
+        blocking_tick, "interval", seconds=BLOCKING_SECONDS, args=[app], id="blocking", replace_existing=True,
+    )
+    scheduler.add_job(
+        prune_tick, "interval", seconds=PRUNE_SECONDS, args=[app], id="prune", replace_existing=True,
+    )
+    if not scheduler.running:
+        scheduler.start()

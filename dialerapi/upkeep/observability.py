@@ -1,0 +1,133 @@
+"""Request logs, request ids and Prometheus metrics (issue: the operations kit).
+
+- Every response carries `X-Request-ID`: the request's own when it sent a sane one, else a new one.
+- One JSON log line per request on the `dialerapi.access` logger: method, path (never the query
+  string, which may hold `?key=`), status, duration_ms, client_ip, request_id. Never a body.
+- GET /metrics (authenticated): request latency histograms by method, route and status, counters
+  of pushed leads by result and of sweeps, and gauges read from the database at scrape time
+  (pending rows by status, open missed activities, blocked agents, agent sockets per host). Under gunicorn the workers
+  share their samples through PROMETHEUS_MULTIPROC_DIR (set by deploy/gunicorn.conf.py).
+"""
+
+import collections
+import logging
+import os
+import re
+import time
+import uuid
+
+import pymysql
+from flask import g, request
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from dialerapi.plumbing import clock, socket_slots
+from dialerapi.plumbing.db import connect, queries
+from dialerapi.rules import dialstate
+
+access_log = logging.getLogger("dialerapi.access")
+REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# The method label takes these values and "other": a label set a client can grow (any 3-20 letter
+# token is a method to gunicorn and nginx) would grow /metrics and its files without bound.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+REQUEST_SECONDS = Histogram(
+    "dialerapi_request_duration_seconds", "HTTP request latency in seconds", ["method", "route", "status"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+LEADS_PUSHED = Counter("dialerapi_leads_pushed_total", "Leads pushed, by result", ["status"])
+SWEEPS = Counter("dialerapi_sweeps_total", "Sweep runs (one per tick across all processes)")
+RESERVATIONS_RELEASED = Counter("dialerapi_reservations_released_total",
+                                "Live reservations released by the sweep because their lease ran out")
+
+
+def init_app(app):
+    """Install the request-id, access-log and metrics hooks. Call before any other before_request hook."""
+
+    @app.before_request
+    def start():
+        g.started = time.perf_counter()
+        offered = request.headers.get("X-Request-ID", "")
+        g.request_id = offered if REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+
+    @app.after_request
+    def finish(response):
+        seconds = time.perf_counter() - g.get("started", time.perf_counter())
+        request_id = g.get("request_id") or uuid.uuid4().hex
+        response.headers["X-Request-ID"] = request_id
+        route = request.url_rule.rule if request.url_rule else "unmatched"
+        method = request.method if request.method in METHODS else "other"
+        REQUEST_SECONDS.labels(method, route, str(response.status_code)).observe(seconds)
+        access_log.info("request", extra={
+            "method": request.method, "path": request.path, "status": response.status_code,
+            "duration_ms": round(seconds * 1000, 2), "client_ip": request.remote_addr, "request_id": request_id,
+        })
+        return response
+
+
+def count_pushed(results):
+    """Count a committed push's results by status (inserted, updated, skipped_in_flight)."""
+    # One increment per status, not per lead: under gunicorn each one writes a shared mmap file.
+    for status, count in collections.Counter(result["status"] for result in results).items():
+        LEADS_PUSHED.labels(status).inc(count)
+
+
+class DatabaseGauges:
+    """Gauges read from the database when /metrics is scraped (a 2 s timeout; none when it is down)."""
+
+    def __init__(self, database_url, tz):
+        self.database_url = database_url
+        self.tz = tz
+
+    def collect(self):
+        try:
+            conn = connect(self.database_url, 2, 2)
+        except (pymysql.MySQLError, OSError):
+            return
+        try:
+            pending = GaugeMetricFamily("dialerapi_pending_actions", "CRM actions by status", labels=["status"])
+            for row in queries.pending_actions_by_status(conn):
+                pending.add_metric([row["status"]], row["n"])
+            yield pending
+            yield GaugeMetricFamily("dialerapi_open_missed_activities", "Uncleared missed activities",
+                                    value=queries.count_open_missed_activities(conn))
+            yield GaugeMetricFamily("dialerapi_agents_blocked", "Agents whose outbound is paused",
+                                    value=queries.count_blocked_agents(conn))
+            now = clock.now(self.tz)
+            reservations = dialstate.live_reservations(conn, now, self.tz)
+            yield GaugeMetricFamily("dialerapi_live_reservations", "Leads reserved live on a call (Calling + isReserved)",
+                                    value=reservations["live"])
+            yield GaugeMetricFamily("dialerapi_oldest_reservation_seconds",
+                                    "Age of the oldest live reservation (0 when there is none)",
+                                    value=reservations["oldest_seconds"] or 0)
+            yield from socket_gauges(socket_slots.hosts_report(conn, now, self.tz))
+        finally:
+            conn.close()
+
+
+def socket_gauges(report):
+    """The agent sockets of each live host (issue #27): open, capacity left, and refused since its
+    gunicorn started (a counter that restarts with it)."""
+    open_sockets = GaugeMetricFamily("dialerapi_agent_sockets_open", "Open agent sockets (/ws) per host",
+                                     labels=["host"])
+    left = GaugeMetricFamily("dialerapi_agent_sockets_left", "Agent sockets a host can still take (WS_MAX_SOCKETS"
+                             " less the open ones)", labels=["host"])
+    refused = CounterMetricFamily("dialerapi_agent_sockets_refused", "Agent sockets refused at capacity (close 1013)",
+                                  labels=["host"])
+    for host in report["hosts"]:
+        open_sockets.add_metric([host["host"]], host["open"])
+        left.add_metric([host["host"]], host["left"])
+        refused.add_metric([host["host"]], host["refused"])
+    return open_sockets, left, refused
+
+
+def exposition(database_url, tz):
+    """The /metrics body in the Prometheus text format: process samples plus database gauges."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    gauges = CollectorRegistry()
+    gauges.register(DatabaseGauges(database_url, tz))
+    return generate_latest(registry) + generate_latest(gauges)

@@ -1,0 +1,134 @@
+"""Field types and limits every side's request schemas share (marshmallow).
+
+Field names, limits and messages are those of lead-intake-api.md ("Resources and their fields",
+"Limits") and decisions.md D2-D4. Unknown keys are rejected with the message `unknown field`
+(D3). What a schema needs to know of the request (the time zone, the priority catalog) comes in
+through `RequestContext`:
+
+    with RequestContext({"tz": ZoneInfo("UTC"), "now": now}):
+        callback = SendCallbackSchema().load(body)
+"""
+
+import re
+from datetime import timedelta
+
+from marshmallow import RAISE, Schema, ValidationError, fields
+from marshmallow.experimental.context import Context
+from marshmallow.validate import Length, Range
+
+from dialerapi.plumbing.clock import parse_wall_clock
+
+RequestContext = Context[dict]
+
+MAX_CALLBACK_PAST = timedelta(minutes=5)
+EMPLOYEE_ID = Range(1, 2**63 - 1, error="must be an employee id from 1 to 2^63-1")
+
+MAX_BATCH = 500
+PHONE_DIGITS = (10, 15)
+NOT_A_DIGIT = re.compile(r"[^0-9]")
+
+
+class ApiSchema(Schema):
+    """Base schema: unknown keys are errors reported as `unknown field` (D3)."""
+
+    error_messages = {"unknown": "unknown field", "type": "must be a JSON object"}
+
+    class Meta:
+        unknown = RAISE
+
+
+class StrictInteger(fields.Integer):
+    """A JSON integer only: strings, floats and booleans are rejected (D4)."""
+
+    default_error_messages = {"invalid": "must be an integer"}
+
+    def __init__(self, **kwargs):
+        super().__init__(strict=True, **kwargs)
+
+
+class Text(fields.String):
+    """A JSON string of valid Unicode text; lengths are counted in characters (D4).
+
+    A lone surrogate (`"\\ud800"` in JSON) is refused: it cannot be stored as utf8mb4.
+    """
+
+    default_error_messages = {"invalid": "must be a string", "invalid_utf8": "must be valid Unicode text"}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if not is_unicode_text(text):
+            raise self.make_error("invalid_utf8")
+        return text
+
+
+class OliId(Text):
+    """An oli_id: 1-100 characters, without whitespace at either end.
+
+    MariaDB compares oli_id with PAD SPACE (`'PAD-1 '` equals `'PAD-1'`), so an id with a trailing
+    space would find, and change, another lead; no CRM means an id with spaces around it either.
+    """
+
+    default_error_messages = {"padded": "must not begin or end with whitespace"}
+
+    def __init__(self, **kwargs):
+        super().__init__(validate=Length(1, 100), **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if text != text.strip():
+            raise self.make_error("padded")
+        return text
+
+
+def is_unicode_text(text):
+    """False when `text` holds a lone surrogate, which utf8mb4 cannot store."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def phone_digits(value):
+    """The digits of a phone number sent as a JSON string or integer; None for any other JSON type (D4)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, int) and value < 0):
+        return None
+    return NOT_A_DIGIT.sub("", str(value))
+
+
+class PhoneNumber(fields.Field):
+    """A phone number sent as a JSON string or integer, stored as its digits only (D4).
+
+    `+91 98765-43210` loads as `919876543210`; after stripping everything but 0-9 the length must
+    be 10-15.
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        digits = phone_digits(value)
+        if digits is None:
+            raise ValidationError("must be a string or a non-negative integer")
+        low, high = PHONE_DIGITS
+        if not low <= len(digits) <= high:
+            raise ValidationError(f"must be {low}-{high} digits after removing spaces and punctuation")
+        return digits
+
+
+class WallClockDateTime(fields.Field):
+    """A date and time per D2, loaded as naive wall-clock time in the request's DB_TIMEZONE."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        try:
+            return parse_wall_clock(value, RequestContext.get()["tz"])
+        except ValueError:
+            raise ValidationError(
+                "must be a date and time: YYYY-MM-DD HH:MM[:SS] or ISO 8601; date-only values are rejected"
+            ) from None
+
+
+class StrictBoolean(fields.Boolean):
+    """A JSON true or false only."""
+
+    truthy = {True}
+    falsy = {False}
+    default_error_messages = {"invalid": "must be true or false"}
+
