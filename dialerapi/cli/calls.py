@@ -6,7 +6,7 @@ from flask import current_app
 
 from dialerapi.cli.base import echo_json, log, main, service_now
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import actions, agents, claims, dialstate
+from dialerapi.rules import actions, agents, claims, dialstate, floor
 
 
 @main.command()
@@ -166,3 +166,14 @@ def bridge(oli_id):
     except dialstate.NotLive:
         raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): nothing to bridge") from None
     echo_json({"agent_id": agent_id})
+
+
+@main.command("floor")
+@click.option("--form-type", help="Only this form_type.")
+def floor_command(form_type):
+    """The floor per form_type, for pacing (issue #29): agents by state, calls reserved, leads due.
+
+    Prints the JSON of POST /engine/floor (without "ok"), read in one snapshot.
+    """
+    now = service_now()
+    echo_json({"at": now, **get_db().run_snapshot(floor.floor_state, now, form_type)})

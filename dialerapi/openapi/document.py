@@ -229,6 +229,14 @@ OPERATIONS.update({
         "EngineAgentStateResponse", None,
         **{"404": _error("No agent has this id", "unknown_agent")},
     ),
+    "/engine/floor": _engine(
+        "The floor per form_type, for a pacing engine: agents by state, calls reserved, leads due",
+        "One consistent snapshot. Per form_type some agent has (or only `form_type`): agents free, on a call, in "
+        "wrap-up, paused, outbound-blocked and panel-inactive; live reservations and how many are connected; "
+        "due unreserved leads counted up to `leads_due_cap`. Reads only (README, \"Pacing per skill\").",
+        "EngineFloorRequest", {"form_type": "home_loan"},
+        "EngineFloorResponse", None,
+    ),
 })
 OPERATIONS["/api/master"] = {"post": {**OPERATIONS["/api/leads"]["post"], "summary": "Same handler as /api/leads"}}
 OPERATIONS["/api/health"] = {"get": {**OPERATIONS["/health"]["get"], "summary": "Same as /health"}}
@@ -246,7 +254,8 @@ SCHEMAS = {
     "ProgressiveClaimRequest": engine_schemas.ProgressiveClaimSchema, "PredictiveClaimRequest": engine_schemas.PredictiveClaimSchema,
     "NamedClaimRequest": engine_schemas.NamedClaimSchema, "EngineBridgeRequest": engine_schemas.EngineBridgeSchema,
     "EngineCallConnectedRequest": engine_schemas.EngineCallConnectedSchema, "EngineSettleRequest": engine_schemas.EngineSettleSchema,
-    "EngineAgentStateRequest": engine_schemas.EngineAgentStateSchema, "EngineClaimResponse": responses.EngineClaimResponseSchema,
+    "EngineAgentStateRequest": engine_schemas.EngineAgentStateSchema,
+    "EngineFloorRequest": engine_schemas.EngineFloorSchema, "EngineFloorResponse": responses.EngineFloorResponseSchema, "EngineClaimResponse": responses.EngineClaimResponseSchema,
     "EngineBridgeResponse": responses.EngineBridgeResponseSchema, "EngineCallConnectedResponse": responses.EngineCallConnectedResponseSchema,
     "EngineSettleResponse": responses.EngineSettleResponseSchema, "EngineAgentStateResponse": responses.EngineAgentStateResponseSchema,
 }

@@ -202,6 +202,39 @@ class EngineAgentStateResponseSchema(Schema):
     agent = fields.Nested(EngineAgentSchema, required=True)
 
 
+class FloorAgentsSchema(Schema):
+    free = fields.Integer(required=True)
+    on_call = fields.Integer(required=True)
+    wrap_up = fields.Integer(required=True)
+    paused = fields.Integer(required=True)
+    outbound_blocked = fields.Integer(required=True)
+    panel_inactive = fields.Integer(required=True)
+
+
+class FloorCallsSchema(Schema):
+    reserved = fields.Integer(required=True, metadata={"description": "Live reservations of this form_type"})
+    connected = fields.Integer(required=True, metadata={"description": "Of those, call-connected reported"})
+    not_connected = fields.Integer(required=True, metadata={
+        "description": "reserved - connected: ringing, or answered and waiting for a bridge"})
+
+
+class FloorFormTypeSchema(Schema):
+    form_type = fields.String(required=True)
+    agents = fields.Nested(FloorAgentsSchema, required=True, metadata={
+        "description": "Agents with this skill by state (an agent with several skills counts under each)"})
+    calls = fields.Nested(FloorCallsSchema, required=True)
+    leads_due = fields.Integer(required=True, metadata={"description": "Due, unreserved leads, at most leads_due_cap"})
+    leads_due_capped = fields.Boolean(required=True, metadata={"description": "At least leads_due_cap are due"})
+
+
+class EngineFloorResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    at = fields.String(required=True, metadata={"example": "2026-11-21 10:00:05"})
+    maintenance = fields.Boolean(required=True)
+    leads_due_cap = fields.Integer(required=True, metadata={"example": 100})
+    form_types = fields.List(fields.Nested(FloorFormTypeSchema), required=True)
+
+
 class AgentTokenResponseSchema(Schema):
     ok = fields.Boolean(required=True)
     agent_id = fields.Integer(required=True, metadata={"example": 501})

@@ -203,14 +203,17 @@ class Database:
         )
 
     @contextmanager
-    def transaction(self):
+    def transaction(self, snapshot=False):
         """Yield a connection inside BEGIN; commit when the block ends, roll back if it raises.
 
-        Raises CommitOutcomeUnknown when the connection is lost while the COMMIT is under way.
+        `snapshot`: the transaction is REPEATABLE READ instead of the session's READ COMMITTED, so
+        every statement in it reads the one snapshot its first read took (a report made of several
+        reads, such as the floor state). Raises CommitOutcomeUnknown when the connection is lost
+        while the COMMIT is under way.
         """
         conn = self.pool.connection()
         try:
-            _begin(conn)
+            _begin(conn, snapshot)
             try:
                 yield conn
             except BaseException as exc:
@@ -231,6 +234,14 @@ class Database:
             _discard(conn)
 
     def run(self, work, *args, **kwargs):
+        """Return `work(conn, *args, **kwargs)` run in one transaction (see _run for the retries)."""
+        return self._run(work, args, kwargs, snapshot=False)
+
+    def run_snapshot(self, work, *args, **kwargs):
+        """`run`, with every read of `work` from one consistent snapshot (transaction(snapshot=True))."""
+        return self._run(work, args, kwargs, snapshot=True)
+
+    def _run(self, work, args, kwargs, snapshot):
         """Return `work(conn, *args, **kwargs)` run in one transaction.
 
         Runs the whole transaction again, after a random backoff that doubles each attempt, on
@@ -243,7 +254,7 @@ class Database:
         started = time.monotonic()
         for attempt in itertools.count(1):
             try:
-                with self.transaction() as conn:
+                with self.transaction(snapshot) as conn:
                     return work(conn, *args, **kwargs)
             except (pymysql.err.OperationalError, pymysql.err.InternalError, pymysql.err.InterfaceError,
                     Conflict) as exc:
@@ -263,8 +274,9 @@ class Database:
         self.pool.close()
 
 
-def _begin(conn):
-    """BEGIN on a pooled connection, reopened first if the server dropped it while it sat in the pool.
+def _begin(conn, snapshot=False):
+    """BEGIN on a pooled connection, reopened first if the server dropped it while it sat in the pool;
+    with `snapshot`, REPEATABLE READ for this transaction only.
 
     A restart or wait_timeout closes idle connections server-side. BEGIN is the first statement a
     connection carries in a transaction, so one the server closed fails there (CONNECTION_LOST),
@@ -272,12 +284,18 @@ def _begin(conn):
     fails, on the first ready node. Raises the second failure when no node is ready.
     """
     try:
-        conn.begin()
+        _start(conn, snapshot)
     except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
         if not is_node_error(exc):
             raise
         _discard(conn)
-        conn.begin()
+        _start(conn, snapshot)
+
+
+def _start(conn, snapshot):
+    if snapshot:
+        queries.next_transaction_repeatable_read(conn)
+    conn.begin()
 
 
 def _discard(conn):

@@ -1,5 +1,5 @@
 """The engine side's HTTP surface, /engine/ (README, "The engine API"): claim, bridge,
-call-connected, settle and agent state, opened by ENGINE_SECRET only (web.auth, ENGINE).
+call-connected, settle, agent state and the floor state, opened by ENGINE_SECRET only (web.auth, ENGINE).
 
 Each view runs one function of rules.engine in a transaction. Imports the rules, the plumbing and
 web, never another side.
@@ -9,8 +9,9 @@ from flask import Blueprint, current_app
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import engine
+from dialerapi.rules import engine, floor
 from dialerapi.sides.engine import schemas
+from dialerapi.sides.engine.schemas import EngineFloorSchema
 from dialerapi.web.requests import db_timezone, json_body, load
 
 engine_bp = Blueprint("engine", __name__, url_prefix="/engine")
@@ -67,3 +68,17 @@ def engine_agent_state():
     state = load(schemas.EngineAgentStateSchema().load, json_body())
     tz = db_timezone()
     return {"ok": True, **get_db().run(engine.agent_state, state, clock.now(tz), tz)}
+
+
+@engine_bp.post("/floor")
+def engine_floor():
+    """The floor per form_type for a pacing engine (issue #29): 200 {ok, at, maintenance,
+    leads_due_cap, form_types: [{form_type, agents, calls, leads_due, leads_due_capped}]}.
+
+    One consistent snapshot (rules.floor.floor_state); `at` is its `now`, wall-clock DB_TIMEZONE.
+    Reads only: no request_id, nothing stored.
+    """
+    wanted = load(EngineFloorSchema().load, json_body())
+    now = clock.now(db_timezone())
+    state = get_db().run_snapshot(floor.floor_state, now, wanted.get("form_type"))
+    return {"ok": True, "at": clock.format_wall_clock(now), **state}

@@ -139,3 +139,11 @@ class EngineAgentStateSchema(ApiSchema):
     ami_idle = StrictBoolean()
     wrapup_seconds = StrictInteger(validate=Range(0, 86400, error="must be 0-86400 seconds"),
                                    metadata={"description": "In wrap-up for this many seconds from now; 0 ends it"})
+
+
+class EngineFloorSchema(ApiSchema):
+    """POST /engine/floor: {form_type?}: the floor per form_type for a pacing engine (issue #29)."""
+
+    form_type = Text(validate=Length(1, 64), metadata={
+        "description": "Only this form_type (answered even when no agent has it). Omitted: every form_type some "
+                       "agent has."})

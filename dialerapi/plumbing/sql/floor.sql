@@ -1,0 +1,58 @@
+-- The floor as a pacing engine sees it (issue #29). rules.floor reads these in one REPEATABLE READ
+-- transaction (Database.run_snapshot), so they describe one moment.
+
+-- name: next_transaction_repeatable_read()!
+-- Applies to the session's next transaction only; the session stays READ COMMITTED.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+
+-- name: floor_agents()
+-- Every agent with at least one skill, with their skills (';'-separated) and availability columns.
+SELECT a.id, a.panel_active, a.pause_code, a.ami_idle, a.wrapup_until, a.outbound_blocked,
+       GROUP_CONCAT(s.form_type ORDER BY s.form_type SEPARATOR ';') AS skills
+FROM sales_agents AS a
+JOIN sales_agent_skills AS s ON s.agent_id = a.id
+GROUP BY a.id;
+
+-- name: floor_calls()
+-- Live reservations per form_type, and how many of them have had call-connected (an open missed
+-- activity of the lead): the rest are ringing, or answered and waiting for a bridge. Reads the
+-- (dial_status, isReserved, ...) index prefix: as many rows as calls are live.
+SELECT m.form_type, COUNT(*) AS reserved,
+       SUM(EXISTS (SELECT 1 FROM sales_missed_activities AS x
+                   WHERE x.lead_id = m.id AND x.ended_at IS NULL)) AS connected
+FROM sales_master AS m
+WHERE m.dial_status = 'Calling' AND m.isReserved = 1
+GROUP BY m.form_type;
+
+-- name: due_counts(form_type, now, callbacks_open, cap, probe)
+-- Per form_type (every one some agent has, or only :form_type when not NULL): how many leads are
+-- due and unreserved in each claim bucket of claims.sql due_candidates, counting to :cap at most.
+-- A bucket's count is read only when its :cap-th entry does not exist (the probe reads :cap index
+-- entries), so every count reads at most :cap entries whatever the table holds. One statement:
+-- one round trip for every form_type.
+SELECT ft.form_type,
+  IF(:callbacks_open,
+     IF((SELECT id FROM sales_master WHERE dial_status = 'Callback' AND isReserved = 0 AND form_type = ft.form_type
+           AND (callback_scheduled_at IS NULL OR callback_scheduled_at <= :now) LIMIT 1 OFFSET :probe) IS NOT NULL,
+        :cap,
+        (SELECT COUNT(*) FROM sales_master WHERE dial_status = 'Callback' AND isReserved = 0
+           AND form_type = ft.form_type AND (callback_scheduled_at IS NULL OR callback_scheduled_at <= :now))),
+     0) AS callbacks,
+  IF((SELECT id FROM sales_master WHERE dial_status = 'Pending' AND isReserved = 0 AND form_type = ft.form_type
+        AND (next_retry_at <= :now OR next_retry_at IS NULL) LIMIT 1 OFFSET :probe) IS NOT NULL,
+     :cap,
+     (SELECT COUNT(*) FROM sales_master WHERE dial_status = 'Pending' AND isReserved = 0
+        AND form_type = ft.form_type AND (next_retry_at <= :now OR next_retry_at IS NULL))) AS pending,
+  IF((SELECT id FROM sales_master WHERE dial_status = 'Abandoned' AND isReserved = 0 AND form_type = ft.form_type
+        AND (next_retry_at <= :now OR next_retry_at IS NULL) LIMIT 1 OFFSET :probe) IS NOT NULL,
+     :cap,
+     (SELECT COUNT(*) FROM sales_master WHERE dial_status = 'Abandoned' AND isReserved = 0
+        AND form_type = ft.form_type AND (next_retry_at <= :now OR next_retry_at IS NULL))) AS abandoned,
+  IF((SELECT id FROM sales_master WHERE dial_status = 'Not Connected' AND isReserved = 0 AND form_type = ft.form_type
+        AND next_retry_at <= :now LIMIT 1 OFFSET :probe) IS NOT NULL,
+     :cap,
+     (SELECT COUNT(*) FROM sales_master WHERE dial_status = 'Not Connected' AND isReserved = 0
+        AND form_type = ft.form_type AND next_retry_at <= :now)) AS not_connected
+FROM (SELECT DISTINCT form_type FROM sales_agent_skills WHERE :form_type IS NULL
+      UNION SELECT :form_type FROM DUAL WHERE :form_type IS NOT NULL) AS ft
+ORDER BY ft.form_type;

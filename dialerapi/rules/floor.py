@@ -1,0 +1,53 @@
+"""The floor as a pacing engine sees it, per form_type (issue #29): one call answers how many agents
+of each skill are free, on a call, in wrap-up, paused, outbound-blocked or panel-inactive, how many
+calls are reserved and how many of those are connected to an agent, and whether leads are due.
+
+A predictive engine dials each skill on its own free agents (claims.claim_predictive with a
+form_type); this is what it paces on. Read in one snapshot (plumbing.db.Database.run_snapshot).
+"""
+
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import dialstate
+
+# Due leads are counted up to this many per form_type: enough to pace on, and a bounded index read
+# (at most this many entries per claim bucket) on a table of any size.
+DUE_CAP = 100
+# An agent's state on the floor, from dialstate.unavailable_reason (the one rule of who may take a
+# call), in that rule's order: the first reason that applies names the state.
+STATES = {None: "free", "ami_busy": "on_call", "wrap_up": "wrap_up", "paused": "paused",
+          "outbound_blocked": "outbound_blocked", "panel_inactive": "panel_inactive"}
+
+
+def floor_state(conn, now, form_type=None):
+    """The floor at `now` (wall-clock DB_TIMEZONE), for every form_type some agent has, or only `form_type`.
+
+    Returns {"maintenance": bool, "leads_due_cap": DUE_CAP, "form_types": [{"form_type",
+    "agents": {free, on_call, wrap_up, paused, outbound_blocked, panel_inactive} (an agent with
+    several skills counts under each), "calls": {reserved, connected, not_connected} (live
+    reservations; connected: call-connected reported; not_connected: ringing, or answered and
+    waiting for a bridge), "leads_due": due and unreserved leads up to DUE_CAP, "leads_due_capped":
+    true when there are at least DUE_CAP}, ...]} in form_type order. A form_type no agent has
+    appears only when asked for by name (its agents all 0). Due callbacks count only inside the
+    work window when outbound_obey_work_hours = 1, as the claim takes them.
+    """
+    config = dialstate.load_config(conn)
+    groups = {}
+    for agent in queries.floor_agents(conn):
+        state = STATES[dialstate.unavailable_reason(agent, now)]
+        for skill in agent["skills"].split(";"):
+            groups.setdefault(skill, dict.fromkeys(STATES.values(), 0))[state] += 1
+    calls = {row["form_type"]: row for row in queries.floor_calls(conn)}
+    callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
+    report = []
+    for row in queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
+                                  probe=DUE_CAP - 1):
+        name = row["form_type"]
+        reserved = int(calls[name]["reserved"]) if name in calls else 0
+        connected = int(calls[name]["connected"]) if name in calls else 0
+        due = sum(int(row[bucket]) for bucket in ("callbacks", "pending", "abandoned", "not_connected"))
+        report.append({
+            "form_type": name, "agents": groups.get(name, dict.fromkeys(STATES.values(), 0)),
+            "calls": {"reserved": reserved, "connected": connected, "not_connected": reserved - connected},
+            "leads_due": min(due, DUE_CAP), "leads_due_capped": due >= DUE_CAP,
+        })
+    return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP, "form_types": report}

@@ -1,0 +1,149 @@
+"""POST /engine/floor, the floor per form_type for a pacing engine (issue #29, item 2), through a real
+gunicorn: agents by state (dialstate.unavailable_reason's order), live reservations and how many are
+connected, due leads counted up to a cap, and one consistent snapshot while 16 engines claim at once."""
+
+import threading
+
+import pytest
+import requests
+
+from conftest import DEFAULT_NOW, ENGINE_SECRET, SECRET
+
+ENGINE = {"X-API-Key": ENGINE_SECRET}
+WRAPPING = "2026-11-21 10:05:00"  # after DEFAULT_NOW: still in wrap-up
+# (id, skills, panel_active, pause_code, ami_idle, wrapup_until, outbound_blocked): one agent in each
+# state, and 502 with two skills, counted under both.
+AGENTS = (
+    (501, ("home_loan",), 1, None, 1, None, 0),                   # free
+    (502, ("credit_card", "home_loan"), 1, None, 0, None, 0),     # on a call
+    (503, ("credit_card",), 1, None, 1, WRAPPING, 0),             # in wrap-up
+    (504, ("home_loan",), 1, "BREAK", 1, None, 0),                # paused
+    (505, ("credit_card",), 1, None, 1, None, 1),                 # outbound-blocked
+    (506, ("home_loan",), 0, None, 1, None, 0),                   # panel inactive
+    (507, ("credit_card",), 1, None, 1, "2026-11-21 09:59:00", 0),  # wrap-up over: free
+)
+
+
+@pytest.fixture
+def floor(sql):
+    for agent_id, skills, panel, pause, idle, wrapup, blocked in AGENTS:
+        sql("INSERT INTO sales_agents (id, extension, name, panel_active, pause_code, ami_idle, wrapup_until, "
+            "outbound_blocked) VALUES (%s, %s, 'Agent', %s, %s, %s, %s, %s)",
+            agent_id, str(4000 + agent_id), panel, pause, idle, wrapup, blocked)
+        for skill in skills:
+            sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", agent_id, skill)
+
+
+def push(client, leads):
+    for start in range(0, len(leads), 500):
+        answer = client.post("/api/leads", json={"leads": leads[start:start + 500]}, headers={"X-API-Key": SECRET})
+        assert answer.status_code == 201, answer.get_json()
+
+
+def lead(oli_id, form_type, **fields):
+    return {"oli_id": oli_id, "phone_number": "9876543210", "client_name": "Meena Sundaram", "form_type": form_type,
+            "priority_id": 2, **fields}
+
+
+def floor_state(live_server, **body):
+    answer = requests.post(live_server.url("/engine/floor"), json=body, headers=ENGINE, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def by_form_type(state):
+    return {group["form_type"]: group for group in state["form_types"]}
+
+
+def test_agents_by_state_calls_and_due_leads_per_form_type(live_server, client, floor):
+    push(client, [lead(f"HL-{n}", "home_loan") for n in range(150)]
+         + [lead(f"CC-{n}", "credit_card") for n in range(3)]
+         + [lead("CC-LATER", "credit_card", priority_id=1, callback_scheduled_at="2026-11-21 15:00")])
+    for request_id in ("c-1", "c-2"):
+        claimed = requests.post(live_server.url("/engine/claim"), headers=ENGINE, timeout=30, json={
+            "mode": "predictive", "form_type": "credit_card", "request_id": request_id}).json()
+        assert claimed["ok"] and claimed["lead"]["form_type"] == "credit_card", claimed
+    connected = requests.post(live_server.url("/engine/call-connected"), headers=ENGINE, timeout=30, json={
+        "oli_id": claimed["lead"]["oli_id"], "agent_id": 507, "request_id": "m-1"})
+    assert connected.status_code == 200, connected.text
+
+    state = floor_state(live_server)
+    assert (state["ok"], state["maintenance"], state["leads_due_cap"]) == (True, False, 100)
+    assert state["at"][:15] == f"{DEFAULT_NOW:%Y-%m-%d %H:%M}"[:15], "the server's clock runs on from DEFAULT_NOW"
+    groups = by_form_type(state)
+    assert list(groups) == ["credit_card", "home_loan"]
+    assert groups["home_loan"] == {
+        "form_type": "home_loan",
+        "agents": {"free": 1, "on_call": 1, "wrap_up": 0, "paused": 1, "outbound_blocked": 0, "panel_inactive": 1},
+        "calls": {"reserved": 0, "connected": 0, "not_connected": 0},
+        "leads_due": 100, "leads_due_capped": True}
+    assert groups["credit_card"] == {
+        "form_type": "credit_card",
+        "agents": {"free": 1, "on_call": 1, "wrap_up": 1, "paused": 0, "outbound_blocked": 1, "panel_inactive": 0},
+        "calls": {"reserved": 2, "connected": 1, "not_connected": 1},
+        "leads_due": 1, "leads_due_capped": False}, "CC-LATER is not due until 15:00"
+
+
+def test_one_form_type_by_name_even_one_nobody_has(live_server, client, floor, sql):
+    push(client, [lead("GL-1", "gold_loan")])
+    assert [g["form_type"] for g in floor_state(live_server, form_type="home_loan")["form_types"]] == ["home_loan"]
+    assert floor_state(live_server, form_type="gold_loan")["form_types"] == [{
+        "form_type": "gold_loan", "agents": dict.fromkeys(
+            ("free", "on_call", "wrap_up", "paused", "outbound_blocked", "panel_inactive"), 0),
+        "calls": {"reserved": 0, "connected": 0, "not_connected": 0}, "leads_due": 1, "leads_due_capped": False}]
+    sql("UPDATE sales_dialer_config SET isMaintainance = 1")
+    assert floor_state(live_server)["maintenance"] is True
+
+
+@pytest.mark.parametrize("body, status, error", [
+    ({"form_type": ""}, 400, "validation_failed"), ({"form_type": 7}, 400, "validation_failed"),
+    ({"mode": "x"}, 400, "validation_failed"), ([], 400, "validation_failed"),
+])
+def test_a_bad_request_is_refused(live_server, floor, body, status, error):
+    answer = requests.post(live_server.url("/engine/floor"), json=body, headers=ENGINE, timeout=30)
+    assert (answer.status_code, answer.json()["error"]) == (status, error)
+
+
+@pytest.mark.parametrize("key", [SECRET, "wrong"])
+def test_only_the_engine_key_reads_the_floor(live_server, floor, key):
+    answer = requests.post(live_server.url("/engine/floor"), json={}, headers={"X-API-Key": key}, timeout=30)
+    assert (answer.status_code, answer.json()) == (401, {"ok": False, "error": "unauthorized"})
+
+
+def test_every_read_is_one_moment_while_sixteen_engines_claim(live_server, client, floor, sql):
+    """A claim moves a lead from due to reserved in one commit, so in any one moment reserved +
+    leads_due is the number of leads: a read whose statements saw two moments would be off."""
+    push(client, [lead(f"HL-{n}", "home_loan") for n in range(60)])
+    start = threading.Barrier(16)
+    sums, claimed, errors = [], [], []
+
+    def claimer(n):
+        start.wait()
+        for round_no in range(4):
+            try:
+                answer = requests.post(live_server.url("/engine/claim"), headers=ENGINE, timeout=30, json={
+                    "mode": "predictive", "form_type": "home_loan", "request_id": f"c-{n}-{round_no}"}).json()
+                claimed.append(answer["lead"]["oli_id"])
+            except (requests.RequestException, KeyError, TypeError) as exc:
+                errors.append(repr(exc))
+
+    def reader(n):
+        start.wait()
+        for _ in range(25):
+            try:
+                home_loan = by_form_type(floor_state(live_server))["home_loan"]
+            except requests.RequestException as exc:
+                errors.append(repr(exc))
+                continue
+            sums.append(home_loan["calls"]["reserved"] + home_loan["leads_due"])
+
+    threads = [threading.Thread(target=claimer if n < 8 else reader, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors and len(claimed) == 32 == len(set(claimed))
+    assert len(sums) == 200 and set(sums) == {60}, sorted(set(sums))
+    after = by_form_type(floor_state(live_server))["home_loan"]
+    live = sql.one("SELECT COUNT(*) AS n FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1")["n"]
+    assert (after["calls"]["reserved"], after["leads_due"]) == (live, 60 - live) == (32, 28)
