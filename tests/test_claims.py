@@ -2,6 +2,7 @@
 redial and reopen rows of "States and transitions"."""
 
 import dataclasses
+import itertools
 import threading
 import json
 from datetime import datetime, time, timedelta
@@ -343,12 +344,36 @@ def test_a_predictive_claim_never_takes_a_priority_no_free_agent_of_that_skill_a
     assert run(claims.claim_predictive, NOW, form_type="home_loan")["oli_id"] == "CB"
 
 
-def test_skills_and_priorities_of_the_free_agents():
-    agents = [{"skills": ["home_loan"], "priorities": [2]}, {"skills": ["home_loan", "car_loan"], "priorities": [1]},
-              {"skills": ["credit_card"], "priorities": []}, {"skills": ["credit_card"], "priorities": [2]}]
-    assert claims._skills_and_priorities(agents) == [("car_loan", [1]), ("credit_card", []), ("home_loan", [1, 2])]
-    assert claims._skills_and_priorities(agents, "home_loan") == [("home_loan", [1, 2])]
-    assert claims._skills_and_priorities(agents, "gold_loan") == []
+def test_skills_and_priorities_of_the_free_agents(run, floor_agent, sql):
+    floor_agent(501, skills=("home_loan",), priorities=(2,))
+    floor_agent(502, skills=("home_loan", "car_loan"), priorities=(1,))
+    floor_agent(503, skills=("credit_card",))
+    floor_agent(504, skills=("credit_card",), priorities=(2,))
+    floor_agent(505, skills=("gold_loan",))
+    sql("UPDATE sales_agents SET ami_idle = 0 WHERE id = 505")
+    assert run(claims.free_skills, NOW) == [("car_loan", [1]), ("credit_card", []), ("home_loan", [1, 2])]
+    assert run(claims.free_skills, NOW, form_type="home_loan") == [("home_loan", [1, 2])]
+    assert run(claims.free_skills, NOW, form_type="gold_loan") == []
+    assert run(claims.free_skills, NOW, ahead=True, form_type="gold_loan") == [("gold_loan", [])], \
+        "dialing ahead: an agent on a call counts"
+
+
+def test_who_is_free_for_a_predictive_claim_is_unavailable_reason_for_every_agent_state(run, sql):
+    """free_skills judges availability in SQL, for one row per skill however many agents: it must
+    say what dialstate.unavailable_reason says (claim rule 1), for every combination of the columns."""
+    combinations = list(itertools.product((0, 1), (None, "", "BREAK"), (0, 1),
+                                          (None, NOW - timedelta(seconds=1), NOW, NOW + timedelta(seconds=1)), (0, 1)))
+    for n, (panel, pause, idle, wrapup, blocked) in enumerate(combinations):
+        sql("INSERT INTO sales_agents (id, extension, name, panel_active, pause_code, ami_idle, wrapup_until,"
+            " outbound_blocked) VALUES (%s, %s, 'Agent', %s, %s, %s, %s, %s)",
+            600 + n, str(6000 + n), panel, pause, idle, wrapup, blocked)
+        sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", 600 + n, f"skill_{n:03d}")
+    agents = sql("SELECT * FROM sales_agents ORDER BY id")
+    for ahead in (False, True):
+        expected = [f"skill_{agent['id'] - 600:03d}" for agent in agents if dialstate.unavailable_reason(
+            {**agent, **({"ami_idle": 1, "wrapup_until": None} if ahead else {})}, NOW) is None]
+        assert [skill for skill, _ in run(claims.free_skills, NOW, ahead=ahead)] == expected, ahead
+        assert 0 < len(expected) < len(combinations)
 
 
 def test_a_dial_ahead_claim_counts_agents_on_a_call_or_in_wrap_up_but_never_paused_or_blocked(

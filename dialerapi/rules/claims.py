@@ -150,7 +150,7 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None):
     config = dialstate.load_config(conn)
     if config.isMaintainance:
         raise NotClaimable(MAINTENANCE)
-    wanted = _skills_and_priorities(_free_agents(conn, now, ahead=ahead), form_type)
+    wanted = free_skills(conn, now, ahead=ahead, form_type=form_type)
     if not wanted:
         raise NotClaimable(NO_FREE_AGENT)
     row = _lock_first_due(conn, wanted, now, config)
@@ -159,27 +159,17 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None):
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
-def _skills_and_priorities(agents, form_type=None):
-    """(form_type, allowed priority_ids) for each skill of `agents` (only `form_type` when given), in
-    form_type order: the union of the allowed priorities of the agents with that skill, or () for
-    every priority when one of them allows all."""
-    allowed = {}
-    for agent in agents:
-        for skill in agent["skills"]:
-            if form_type is not None and skill != form_type:
-                continue
-            if not agent["priorities"]:
-                allowed[skill] = None
-            elif allowed.get(skill, ()) is not None:
-                allowed[skill] = set(allowed.get(skill, ())) | set(agent["priorities"])
-    return [(skill, sorted(priorities or ())) for skill, priorities in sorted(allowed.items())]
+def free_skills(conn, now, *, ahead=False, form_type=None):
+    """(form_type, allowed priority_ids) for each skill of the free agents (only `form_type` when
+    given), in form_type order: the union of the allowed priorities of the free agents with that
+    skill, or [] for every priority when one of them allows all. Free as dialstate.unavailable_reason
+    says (with `ahead`, agents on a call or in wrap-up too), aggregated in one statement."""
+    return [(row["form_type"], [] if row["all_priorities"] else [int(p) for p in row["priorities"].split(";")])
+            for row in queries.free_skills(conn, now=now, ahead=ahead, form_type=form_type)]
 
 
-def _free_agents(conn, now, *, ahead=False):
-    agents = [with_lists(agent) for agent in queries.available_agents(conn, ahead=ahead)]
-    if ahead:  # a call and a wrap-up end by themselves: judge the agent as if both were over
-        return [agent for agent in agents
-                if dialstate.unavailable_reason({**agent, "ami_idle": 1, "wrapup_until": None}, now) is None]
+def _free_agents(conn, now):
+    agents = [with_lists(agent) for agent in queries.available_agents(conn, ahead=False)]
     return [agent for agent in agents if dialstate.unavailable_reason(agent, now) is None]
 
 

@@ -82,3 +82,21 @@ ORDER BY a.id;
 
 -- name: lead_exists(oli_id)$
 SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
+
+-- name: free_skills(now, ahead, form_type)
+-- Per skill (only :form_type when not NULL) of the agents free to take a predictive call: whether
+-- one of them allows every priority (no priority list), and the priorities they allow (';'-separated).
+-- Free is claim rule 1 as dialstate.unavailable_reason says it (tests/test_claims.py holds the two
+-- to the same answer for every combination of the columns); with :ahead a call or a wrap-up does
+-- not count against an agent. One row per skill, however many agents: a predictive claim's cost
+-- does not grow with the floor.
+SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
+       GROUP_CONCAT(DISTINCT p.priority_id ORDER BY p.priority_id SEPARATOR ';') AS priorities
+FROM sales_agents AS a
+JOIN sales_agent_skills AS s ON s.agent_id = a.id
+LEFT JOIN sales_agent_priorities AS p ON p.agent_id = a.id
+WHERE a.panel_active = 1 AND (a.pause_code IS NULL OR a.pause_code = '') AND a.outbound_blocked = 0
+  AND (:ahead OR (a.ami_idle = 1 AND (a.wrapup_until IS NULL OR a.wrapup_until <= :now)))
+  AND (:form_type IS NULL OR s.form_type = :form_type)
+GROUP BY s.form_type
+ORDER BY s.form_type;
