@@ -98,6 +98,8 @@ CASES = {
     ("settle", "-", 400, "validation_failed", None): (None, {**SETTLE, "started_at": "2026-11-21"}),
     ("agent-state", "-", 200, "agent", None): (None, {"agent_id": 501, "ami_idle": True}),
     ("agent-state", "-", 404, "unknown_agent", None): (None, {"agent_id": 999, "ami_idle": True}),
+    ("floor", "-", 200, "form_types", None): (None, {}),
+    ("floor", "-", 400, "validation_failed", None): (None, {"form_type": ""}),
 }
 ANSWER = re.compile(r"`([a-z_]+)`(?: \(`([a-z_]+)`\))?")
 

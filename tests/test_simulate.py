@@ -129,3 +129,23 @@ def test_a_bad_scenario_is_refused_before_any_work_naming_the_field(database_url
     result = cli(database_url, "simulate", *options)
     assert result.returncode == 2 and field in result.stderr, result.stderr
     assert schemas_left(sql, database_url) == []
+
+
+@pytest.mark.parametrize("engine", ["library", "http"])
+def test_predictive_paces_each_skill_and_reports_it(database_url, engine):
+    """Issue #29: each form_type's group dials leads of its own form_type, and the report gives each
+    group's abandon rate (its abandoned over its answered) and the share of days it went over target."""
+    scenario = sim.load_scenario(None, **{**SMALL, "agents": 8, "leads": 300}, days=2, mode="predictive",
+                                 pacing="abandon", engine=engine, form_types={"home_loan": 2, "credit_card": 1},
+                                 skills={"home_loan": 5, "credit_card": 4}, seed=3)
+    report = sim.replicate(database_url, scenario)
+    run = report["runs"][0]
+    kpis = run["kpis"]
+    groups = ("credit_card", "home_loan")
+    assert {f"abandon_rate[{g}]" for g in groups} | {f"days_over_target[{g}]" for g in groups} <= set(kpis)
+    for group in groups:
+        assert 0 <= kpis[f"abandon_rate[{group}]"] <= 1
+        assert kpis[f"days_over_target[{group}]"] in (0, 0.5, 1), "a share of the run's 2 days"
+        assert report["kpis"][f"abandon_rate[{group}]"]["values"] == [kpis[f"abandon_rate[{group}]"]]
+    assert kpis["abandoned"] == run["outcomes"].get("abandoned", 0)
+    assert kpis["contacts"] > 0 and kpis["calls"] > 100

@@ -13,6 +13,7 @@ from dialerapi.rules import agents, claims, dialstate
 @dataclass
 class Claimed:
     oli_id: str
+    form_type: str
     previous_dial_status: str
     callback_scheduled_at: object  # naive DB_TIMEZONE datetime or None
 
@@ -37,13 +38,15 @@ class LibraryEngine:
             row = self.db.run(work, *args)
         except claims.NotClaimable as refusal:
             return None, refusal.reason
-        return (row and Claimed(row["oli_id"], row["previous_dial_status"], row["callback_scheduled_at"])), None
+        return (row and Claimed(row["oli_id"], row["form_type"], row["previous_dial_status"],
+                                row["callback_scheduled_at"])), None
 
     def claim(self, agent_id):
         return self._claimed(claims.claim_next, agent_id, self.floor.now)
 
-    def claim_predictive(self, ahead):
-        return self._claimed(lambda conn: claims.claim_predictive(conn, self.floor.now, ahead=ahead))
+    def claim_predictive(self, ahead, form_type=None):
+        return self._claimed(
+            lambda conn: claims.claim_predictive(conn, self.floor.now, ahead=ahead, form_type=form_type))
 
     def bridge(self, oli_id):
         return self.db.run(claims.bridge, oli_id, self.floor.now)
@@ -85,14 +88,14 @@ class HttpEngine:
         if lead is None:
             return None, None
         due = lead["callback_scheduled_at"]
-        return Claimed(lead["oli_id"], lead["previous_dial_status"],
+        return Claimed(lead["oli_id"], lead["form_type"], lead["previous_dial_status"],
                        due and clock.parse_wall_clock(due, self.floor.tz)), None
 
     def claim(self, agent_id):
         return self._claimed({"mode": "progressive", "agent_id": agent_id})
 
-    def claim_predictive(self, ahead):
-        return self._claimed({"mode": "predictive", "ahead": ahead})
+    def claim_predictive(self, ahead, form_type=None):
+        return self._claimed({"mode": "predictive", "ahead": ahead, **({"form_type": form_type} if form_type else {})})
 
     def bridge(self, oli_id):
         return self._post("bridge", {"oli_id": oli_id})["agent_id"]
@@ -101,7 +104,10 @@ class HttpEngine:
         self._post("call-connected", {"oli_id": oli_id, "agent_id": agent_id})
 
     def settle(self, oli_id, outcome, agent_id, started_at):
-        body = {"oli_id": oli_id, "outcome": outcome, "started_at": clock.format_wall_clock(started_at)}
+        # A call_id, as Asterisk's uniqueid would be: without one a settle is known by oli_id and
+        # started_at, and a lead released and dialed again within the same second would collide.
+        body = {"oli_id": oli_id, "outcome": outcome, "started_at": clock.format_wall_clock(started_at),
+                "call_id": f"sim-call-{self.requests + 1}"}
         if agent_id is not None:
             body["agent_id"] = agent_id
         self._post("settle", body)

@@ -9,11 +9,13 @@ floor does between events is the modelling, stated in README "The floor simulato
   originate failure), an answered call talks `talk_seconds`; wrap-up follows answered calls (or
   every call with wrapup_after = every). An agent whose claim finds nothing due, or who is blocked,
   tries again after `claim_retry_seconds` (at once when a filing unblocks them).
-- Predictive: the pacing rule dials (`claim_predictive`), the customer rings, an answered customer
-  waits in one queue (first come, first bridged) until `bridge` finds a free agent, or gives up
-  after `patience_seconds` (settled `abandoned`). Pacing rules: `ratio` keeps dial_ratio x free
-  agents ringing or waiting; `abandon` moves that ratio each minute toward `target_abandon`;
-  `rate` dials at Poisson moments, `calls_per_hour`, dialing ahead (the Erlang-A case).
+- Predictive, per skill (simulate.pacing): each form_type's group dials leads of its form_type
+  (`claim_predictive` with form_type) on its own free agents; the customer rings, an answered
+  customer waits (oldest first) until `bridge` finds a free agent with the lead's skill, or gives
+  up after `patience_seconds` (settled `abandoned`). Pacing rules: `ratio` keeps the group's ratio
+  x its free agents ringing or waiting; `abandon` moves each group's ratio each minute on its own
+  abandon rate toward `target_abandon`; `rate` dials each group at its own Poisson moments, its
+  share of `calls_per_hour`, dialing ahead (the Erlang-A case).
 - CRM: one draw per call that reached an agent: filed while the call is live (`during_call`),
   within the grace window after it (the rest of `files_outcome`), or late (the agent forgets, is
   blocked after the grace window and files `late_filing_minutes` after it).
@@ -22,7 +24,7 @@ floor does between events is the modelling, stated in README "The floor simulato
 """
 
 import heapq
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -55,6 +57,7 @@ class Agent:
 @dataclass
 class Call:
     oli_id: str
+    form_type: str
     outcome: str
     dialed_at: int
     started_at: datetime
@@ -91,11 +94,10 @@ class Floor(Pacing, CrmFilings):
         self.agents = {}
         self.live = set()
         self.queue = deque()
-        self.ringing = 0
         self.job_runs = 0
-        self.ratio = scenario.dial_ratio
-        self.answers = deque()  # (second, abandoned) of predictive answers, for the abandon pacing rule
-        self.next_arrival = None
+        self.day_number = 0
+        self.day_count = defaultdict(Counter)  # (day, form_type) -> answered, abandoned
+        self._start_pacing()
         self.callbacks = {}  # oli_id -> callback_scheduled_at (wall clock) not yet dialed
         self.count = Counter()
         self.outcomes = Counter()
@@ -149,7 +151,7 @@ class Floor(Pacing, CrmFilings):
         """Set up, then run every event in time order until the last day closes and its calls end."""
         self._setup()
         for number, (opens, closes) in enumerate(self.days):
-            self.at(opens, self._open)
+            self.at(opens, self._open, number)
             self.at(closes, self._close, number == len(self.days) - 1)
         while self.events and not self.finished:
             second, _, work, args = heapq.heappop(self.events)
@@ -198,8 +200,9 @@ class Floor(Pacing, CrmFilings):
             raise RuntimeError(f"{path} answered {response.status_code}: {response.get_data(as_text=True)[:300]}")
         return response
 
-    def _open(self):
+    def _open(self, number):
         self.open = True
+        self.day_number = number
         for agent in self.agents.values():
             self.engine.state(agent.id, panel_active=True, ami_idle=True, wrapup_seconds=0)
             self._set_state(agent, "idle")
@@ -215,8 +218,7 @@ class Floor(Pacing, CrmFilings):
             if self.scenario.pacing == "abandon":
                 self.at(self.t + ADAPT_SECONDS, self._adapt)
             if self.scenario.pacing == "rate":
-                self.next_arrival = float(self.t)
-                self._schedule_arrival()
+                self._start_arrivals()
 
     def _close(self, last):
         self.open = False
@@ -328,9 +330,10 @@ class Floor(Pacing, CrmFilings):
         if claimed.previous_dial_status == dialstate.CALLBACK and due is not None:
             self.callback_lateness.append((self.t - self._effective_due(due)))
         outcome = self.rng.choices(list(scenario.outcomes), weights=list(scenario.outcomes.values()))[0]
-        call = Call(claimed.oli_id, outcome, self.t, self.now, agent)
+        call = Call(claimed.oli_id, claimed.form_type, outcome, self.t, self.now, agent)
         self.live.add(call.oli_id)
-        self.ringing += 1
+        if agent is None:
+            self.in_flight[call.form_type] += 1
         self.count["dialed"] += 1
         self.bucket()["calls"] += 1
         if agent:
@@ -340,8 +343,9 @@ class Floor(Pacing, CrmFilings):
 
     def _answer(self, call):
         call.answered_at = self.t
-        self.ringing -= 1
         self.count["answered"] += 1
+        self.count[f"answered[{call.form_type}]"] += 1
+        self.day_count[(self.day_number, call.form_type)]["answered"] += 1
         self.bucket()["answered"] += 1
         if call.agent:
             self._connect(call)
@@ -377,8 +381,8 @@ class Floor(Pacing, CrmFilings):
         agent = call.agent
         self.engine.settle(call.oli_id, call.outcome, agent.id if agent else None, call.started_at)
         self.live.discard(call.oli_id)
-        if call.answered_at is None:
-            self.ringing -= 1
+        if agent is None:
+            self.in_flight[call.form_type] -= 1
         self.outcomes[call.outcome] += 1
         grace = scenario.grace_minutes * 60
         if call.filing == "after":

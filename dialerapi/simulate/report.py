@@ -40,11 +40,13 @@ def run_result(floor, database):
         "mean_wait_seconds": round(statistics.fmean(floor.waits), 2) if floor.waits else None,
         "waited_share": _share(sum(1 for wait in floor.waits if wait > 0), len(floor.waits)) if predictive else None,
         "calls_per_agent_hour": round(sum(floor.outcomes.values()) / (staffed / 3600), 2) if staffed else None,
+        "contacts_per_agent_hour": round(count["contacts"] / (staffed / 3600), 2) if staffed else None,
         "occupancy": _share(busy, staffed),
         **{f"{state}_minutes": round(seconds[state] / 60, 1) for state in STATES},
         "late_filing_share": _share(count["filed_late"], count["contacts"]),
         "callbacks_on_time_share": _share(callbacks["on_time"], callbacks["due"]),
         "penetration": _share(database["dialed"], database["leads"]),
+        **(_per_skill(floor) if predictive else {}),
     }
     return {
         "seed": floor.scenario.seed,
@@ -63,6 +65,29 @@ def run_result(floor, database):
                    for agent in floor.agents.values()],
         "dial_status": [{"at": f"{moment:%Y-%m-%d %H:%M:%S}", **counts} for moment, counts in floor.snapshots],
     }
+
+
+def _per_skill(floor):
+    """Predictive, per form_type (issue #29): `abandon_rate[T]` (abandoned over answered) and
+    `days_over_target[T]`, the share of the run's days on which that group's abandon rate was over
+    target_abandon (a day with no answered call of T is not over)."""
+    figures = {}
+    days = range(len(floor.days))
+    for group in floor.groups:
+        answered = floor.count[f"answered[{group}]"]
+        figures[f"abandon_rate[{group}]"] = _share(floor.count[f"abandoned[{group}]"], answered)
+    for group in floor.groups:
+        over = sum(1 for day in days if _over(floor.day_count[(day, group)], floor.scenario.target_abandon))
+        figures[f"days_over_target[{group}]"] = _share(over, len(floor.days))
+    return figures
+
+
+def _over(day, target):
+    return day["answered"] > 0 and day["abandoned"] / day["answered"] > target
+
+
+def _is_share(name):
+    return name in SHARES or name.startswith(("abandon_rate[", "days_over_target["))
 
 
 def _hour_row(row):
@@ -98,7 +123,7 @@ def combine(scenario, runs):
     return {
         "scenario": scenario.to_json(),
         "replications": len(runs),
-        "kpis": {name: interval([run["kpis"][name] for run in runs], 1 if name in SHARES else None)
+        "kpis": {name: interval([run["kpis"][name] for run in runs], 1 if _is_share(name) else None)
                  for name in names},
         "hours": [_mean_row(label, rows, len(runs)) for label, rows in hours.items()],
         "agents": [_mean_row(agent_rows[0]["agent_id"], agent_rows, len(runs), key="agent_id")
