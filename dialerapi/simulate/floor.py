@@ -21,6 +21,9 @@ floor does between events is the modelling, stated in README "The floor simulato
   blocked after the grace window and files `late_filing_minutes` after it).
 - Jobs: the blocking job every 10 s and the sweep every 60 s (upkeep.jobs), while the floor is open
   or calls are live.
+
+About 400 lines: the event loop and the accounting of agent time it drives; pacing (simulate.pacing)
+and the CRM (simulate.crm) are apart.
 """
 
 import heapq
