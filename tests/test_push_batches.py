@@ -51,21 +51,27 @@ def _questions(sql):
 
 
 def test_a_500_lead_batch_costs_a_handful_of_statements(client, auth, sql):
-    def batch(tag):
+    def batch(tag, prefix):
         return {"leads": [
-            {"oli_id": f"RT-{i:03d}", "phone_number": f"98765{i:05d}", "client_name": f"Lead {tag} {i}",
+            {"oli_id": f"{prefix}-{i:03d}", "phone_number": f"98765{i:05d}", "client_name": f"Lead {tag} {i}",
              "form_type": "loan", "priority_id": 2}
             for i in range(500)
         ]}
 
-    client.post("/api/leads", json={"leads": batch("warm")["leads"][:1]}, headers=auth)
-    for tag, expected in (("new", "inserted"), ("again", "updated")):
+    def statements(tag, prefix, expected):
         before = _questions(sql)
-        response = client.post("/api/leads", json=batch(tag), headers=auth)
-        statements = _questions(sql) - before - 1  # the second SHOW STATUS counts itself
+        response = client.post("/api/leads", json=batch(tag, prefix), headers=auth)
+        counted = _questions(sql) - before - 1  # the second SHOW STATUS counts itself
         assert response.status_code == 201
         assert {e["status"] for e in response.get_json()["leads"][1:]} == {expected}
-        assert statements <= 10, f"{statements} statements for one 500-lead batch ({tag})"
+        return counted
+
+    client.post("/api/leads", json={"leads": batch("warm", "RT")["leads"][:1]}, headers=auth)
+    # `Questions` is the server's count, so a statement of another client in the same moment (seen
+    # once under make test-clock) adds to it: the batch's cost is the lower of two measurements.
+    for tag, expected in (("new", "inserted"), ("again", "updated")):
+        fewest = min(statements(tag, prefix, expected) for prefix in ("RT", "RU"))
+        assert fewest <= 10, f"{fewest} statements for one 500-lead batch ({tag})"
 
 
 def test_concurrent_overlapping_batches_while_rows_go_live(live_server, database_url, sql):
