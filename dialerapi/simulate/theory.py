@@ -1,4 +1,5 @@
-"""What queueing and renewal theory say a floor should do, to hold the simulator to (tests/test_simulate_theory.py).
+"""What queueing and renewal theory say a floor should do, to hold the simulator to
+(tests/faults/test_simulate_theory.py, in make faults).
 
 Rates are per second, times in seconds.
 """

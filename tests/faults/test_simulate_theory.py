@@ -1,14 +1,19 @@
 """The simulator held to theory (issue #18): each figure within its 95% interval of what theory says.
 
-Seeds are fixed, so each test is repeatable: a run gives the same figures every time.
+Seeds are fixed, so each test is repeatable: a run gives the same figures every time. In `make faults`
+with the other slow suites: about 4 minutes of simulated floors, which ran twice in CI (make test and
+make test-clock) when they lived in tests/.
 """
 
 import math
 
+import pytest
 from scipy import stats
 
 from dialerapi import simulate as sim
 from dialerapi.simulate.theory import ErlangA, progressive_cycle, tries_law
+
+pytestmark = pytest.mark.faults
 
 
 def test_progressive_throughput_is_what_the_stated_cycle_gives(database_url):
