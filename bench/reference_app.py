@@ -2,11 +2,14 @@
 writes, sharing no code with the service, so a cost added to the service cannot hide in it.
 
 POST /push takes a batch as POST /api/leads does ({"leads": [...]}) and, in one READ COMMITTED
-transaction with autocommit off, makes the service's statements: read the work window of
-sales_dialer_config, lock the batch's oli_ids (SELECT ... FOR UPDATE in oli_id order), and write
-every lead with one multi-row INSERT ... ON DUPLICATE KEY UPDATE of the same columns and values
-as the service, `next_retry_at` included: NULL inside working hours, else the next work_start
-(lead-intake-api.md, "Dial-state reset"), computed once per batch. Then it answers {"ok": true}.
+transaction with autocommit off, makes the service's statements: read the work window and the
+phone region of sales_dialer_config, lock the batch's oli_ids (SELECT ... FOR UPDATE in oli_id
+order), look the batch's numbers up on the do-not-call list and their zone sets in
+dialerapi_call_zones (adding a new one), and write every lead with one multi-row INSERT ... ON
+DUPLICATE KEY UPDATE of the same columns and values as the service, `next_retry_at` included: NULL
+inside working hours, else the next work_start (lead-intake-api.md, "Dial-state reset"), computed
+once per batch; phone_e164, do_not_call and call_zone_id as issue #30 has them (phonenumbers: the
+number read with the region, or with a `+` when that is not valid). Then it answers {"ok": true}.
 No validation, authentication, priority catalog, live-lead check, request log or metrics.
 "Now" is UTC wall-clock time, as the service's with DB_TIMEZONE=UTC (the benchmark's setting; the
 reference knows no other zone). Plain PyMySQL, one connection per thread.
@@ -14,6 +17,7 @@ reference knows no other zone). Plain PyMySQL, one connection per thread.
     gunicorn -c deploy/gunicorn.conf.py bench.reference_app:app
 """
 
+import hashlib
 import json
 import os
 import threading
@@ -21,6 +25,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote, urlsplit
 
+import phonenumbers
 import pymysql
 import pymysql.cursors
 from flask import Flask, request
@@ -28,16 +33,20 @@ from flask import Flask, request
 app = Flask(__name__)
 local = threading.local()
 
-WINDOW = "SELECT work_start, work_end FROM sales_dialer_config WHERE id = 1"
+WINDOW = "SELECT work_start, work_end, phone_default_region FROM sales_dialer_config WHERE id = 1"
+LISTED = "SELECT phone FROM dialerapi_dnc WHERE phone IN %s"
+ZONES = "SELECT id, zones_key FROM dialerapi_call_zones WHERE zones_key IN %s"
+NEW_ZONE = "INSERT IGNORE INTO dialerapi_call_zones (zones_key, zones) VALUES (%s, %s)"
 LOCK = ("SELECT id, oli_id, data_id, dial_status, isReserved FROM sales_master FORCE INDEX (uq_sales_master_oli_id)"
         " WHERE oli_id IN %s ORDER BY oli_id FOR UPDATE")
 UPSERT = """INSERT INTO sales_master
-  (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status, disposeRemark,
-   last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at,
-   callback_scheduled_at, call_count, isReserved, created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+  (oli_id, data_id, phone_number, client_name, form_type, priority_id, phone_e164, do_not_call, call_zone_id,
+   dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at,
+   next_retry_at, callback_scheduled_at, call_count, isReserved, created_at, updated_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON DUPLICATE KEY UPDATE
   data_id = VALUES(data_id), phone_number = VALUES(phone_number), client_name = VALUES(client_name),
+  phone_e164 = VALUES(phone_e164), do_not_call = VALUES(do_not_call), call_zone_id = VALUES(call_zone_id),
   form_type = VALUES(form_type), priority_id = VALUES(priority_id), dial_status = VALUES(dial_status),
   disposeRemark = VALUES(disposeRemark), last_dial_result = VALUES(last_dial_result),
   hangup_by = VALUES(hangup_by), hangup_cause = VALUES(hangup_cause),
@@ -75,6 +84,39 @@ def next_retry_at(now, start, end):
     return today if now < today else today + timedelta(days=1)
 
 
+def e164(digits, region):
+    """E.164 digits of a digits-only phone: valid in `region`, else valid with a `+`, else as first read."""
+    try:
+        number = phonenumbers.parse(digits, region)
+    except phonenumbers.NumberParseException:
+        number = None
+    if number is None or not phonenumbers.is_valid_number(number):
+        try:
+            international = phonenumbers.parse("+" + digits, None)
+            if phonenumbers.is_valid_number(international):
+                number = international
+        except phonenumbers.NumberParseException:
+            pass
+    return None if number is None else int(f"{number.country_code}{number.national_number}")
+
+
+def zone_key(number):
+    names = () if number is None else phonenumbers.timezone.time_zones_for_number(phonenumbers.parse(f"+{number}"))
+    names = ";".join(sorted({name for name in names if name != "Etc/Unknown"}))
+    return hashlib.sha1(names.encode("ascii")).hexdigest(), names
+
+
+def zone_ids(cur, keys):
+    cur.execute(ZONES, (sorted(keys),))
+    found = {row["zones_key"]: row["id"] for row in cur.fetchall()}
+    if len(found) < len(keys):
+        for key in keys.keys() - found.keys():
+            cur.execute(NEW_ZONE, (key, keys[key]))
+        cur.execute(ZONES, (sorted(keys),))
+        found = {row["zones_key"]: row["id"] for row in cur.fetchall()}
+    return found
+
+
 @app.post("/push")
 def push():
     leads = json.loads(request.get_data())["leads"]
@@ -85,14 +127,22 @@ def push():
             cur.execute(WINDOW)
             window = cur.fetchone()
             retry_at = next_retry_at(now, as_time(window["work_start"]), as_time(window["work_end"]))
+            digits = {lead["oli_id"]: "".join(c for c in str(lead["phone_number"]) if c.isdigit()) for lead in leads}
+            cur.execute(LOCK, (sorted(digits),))
+            cur.fetchall()
+            numbers = {oli_id: e164(text, window["phone_default_region"]) for oli_id, text in digits.items()}
+            keys = {oli_id: zone_key(number) for oli_id, number in numbers.items()}
+            present = sorted({number for number in numbers.values() if number is not None})
+            cur.execute(LISTED, (present,))
+            listed = {row["phone"] for row in cur.fetchall()}
+            ids = zone_ids(cur, dict(keys.values()))
             rows = {}
             for lead in leads:
-                rows[lead["oli_id"]] = (
-                    lead["oli_id"], str(uuid.uuid4()), "".join(c for c in str(lead["phone_number"]) if c.isdigit()),
-                    lead["client_name"], lead["form_type"], lead["priority_id"], "Pending", None, None, None, None,
-                    None, None, retry_at, None, 0, 0, now, now)
-            cur.execute(LOCK, (sorted(rows),))
-            cur.fetchall()
+                oli_id, number = lead["oli_id"], numbers[lead["oli_id"]]
+                rows[oli_id] = (
+                    oli_id, str(uuid.uuid4()), digits[oli_id], lead["client_name"], lead["form_type"],
+                    lead["priority_id"], number, number in listed, ids[keys[oli_id][0]], "Pending", None, None, None,
+                    None, None, None, retry_at, None, 0, 0, now, now)
             cur.executemany(UPSERT, [rows[oli_id] for oli_id in sorted(rows)])
         conn.commit()
     except BaseException:

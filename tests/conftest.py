@@ -30,7 +30,7 @@ from pymysql.constants import CLIENT
 import faketime
 from dialerapi.plumbing import clock, config as settings, migrate
 from dialerapi import create_app
-from dialerapi.plumbing.db import connect, connect_params
+from dialerapi.plumbing.db import connect, connect_params, get_db
 from dialerapi.plumbing.limits import limiter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ DATA_TABLES = (
     "sales_master", "sales_pending_actions", "sales_call_attempts", "sales_agents", "sales_agent_skills",
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
     "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox", "dialerapi_engine_replies",
-    "dialerapi_socket_hosts",
+    "dialerapi_socket_hosts", "dialerapi_dnc", "dialerapi_call_zones", "dialerapi_counters",
 )
 
 
@@ -132,6 +132,20 @@ class Sql:
 
     def lead(self, oli_id):
         return self.one("SELECT * FROM sales_master WHERE oli_id = %s", oli_id)
+
+
+@pytest.fixture
+def fresh_database(server_url):
+    """An empty database of its own, for migrations: its URL."""
+    name = f"dialerapi_fresh_{os.getpid()}"
+    admin = connect(server_url)
+    with admin.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    yield _with_database(server_url, name)
+    with admin.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    admin.close()
 
 
 @pytest.fixture(scope="session")
@@ -363,6 +377,35 @@ def new_lead(client, auth):
         return response.get_json()["leads"][0]["data_id"]
 
     return push
+
+
+@pytest.fixture
+def run(app):
+    """Run a rules function in one transaction of the test app: run(claims.claim_next, 501, NOW)."""
+
+    def run(work, *args, **kwargs):
+        with app.app_context():
+            return get_db().run(work, *args, **kwargs)
+
+    return run
+
+
+@pytest.fixture
+def floor_agent(sql):
+    """An available agent: agent(501, skills=("home_loan",), priorities=(), **columns)."""
+
+    def add(agent_id=501, skills=("home_loan",), priorities=(), **columns):
+        sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (%s, %s, 'Agent', 1, 1)",
+            agent_id, str(4000 + agent_id))
+        for skill in skills:
+            sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", agent_id, skill)
+        for priority in priorities:
+            sql("INSERT INTO sales_agent_priorities (agent_id, priority_id) VALUES (%s, %s)", agent_id, priority)
+        for column, value in columns.items():
+            sql(f"UPDATE sales_agents SET {column} = %s WHERE id = %s", value, agent_id)
+        return agent_id
+
+    return add
 
 
 @pytest.fixture

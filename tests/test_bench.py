@@ -14,7 +14,7 @@ from test_push import lead
 
 COMPARED = ("oli_id", "phone_number", "client_name", "form_type", "priority_id", "dial_status", "disposeRemark",
             "last_dial_result", "hangup_by", "hangup_cause", "last_attempt_at", "first_attempt_at", "next_retry_at",
-            "callback_scheduled_at", "call_count", "isReserved")
+            "callback_scheduled_at", "call_count", "isReserved", "phone_e164", "do_not_call", "call_zone_id")
 
 
 @pytest.fixture
@@ -38,7 +38,9 @@ def rows(sql):
 
 
 def batch(tag):
-    return {"leads": [lead(f"B-{i}", client_name=f"प्रिया {tag} {i}", phone_number=f"+91 98765-{i:05d}")
+    """20 leads: Indian numbers, every fifth a New York one (another call zone)."""
+    return {"leads": [lead(f"B-{i}", client_name=f"प्रिया {tag} {i}",
+                           phone_number=f"+1 212 555 01{i:02d}" if i % 5 == 0 else f"+91 98765-{i:05d}")
                       for i in range(20)]}
 
 
@@ -48,6 +50,8 @@ def test_the_reference_writes_what_the_service_writes(database_url, auth, refere
     """Inside the work window (next_retry_at NULL) and outside it (the next work_start, today's or
     tomorrow's), in UTC, the zone the benchmark runs in and the only one the reference knows (#33)."""
     frozen_clock(now, ZoneInfo("UTC"))
+    sql("INSERT INTO dialerapi_dnc (phone, source, added_at) VALUES (919876500003, 'cli', %s), "
+        "(12125550110, 'cli', %s)", now, now)
     client = make_app(database_url, DB_TIMEZONE="UTC").test_client()
     assert client.post("/api/leads", json=batch("new"), headers=auth).status_code == 201
     assert client.post("/api/leads", json=batch("update"), headers=auth).status_code == 201
@@ -56,6 +60,7 @@ def test_the_reference_writes_what_the_service_writes(database_url, auth, refere
     assert reference.post("/push", json=batch("new")).status_code == 201
     assert reference.post("/push", json=batch("update")).status_code == 201
     assert rows(sql) == by_service
+    assert {row["do_not_call"] for row in by_service} == {0, 1} and len({row["call_zone_id"] for row in by_service}) == 2
 
 
 def test_the_reference_locks_the_batch_before_writing(reference, sql):

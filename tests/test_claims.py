@@ -22,35 +22,6 @@ def fixed_now(frozen_clock):
 
 
 @pytest.fixture
-def run(app):
-    """Run a claims/dialstate function in one transaction: run(claims.claim_next, 501, NOW)."""
-
-    def run(work, *args, **kwargs):
-        with app.app_context():
-            return get_db().run(work, *args, **kwargs)
-
-    return run
-
-
-@pytest.fixture
-def floor_agent(sql):
-    """An available agent: agent(501, skills=("home_loan",), priorities=(), **columns)."""
-
-    def add(agent_id=501, skills=("home_loan",), priorities=(), **columns):
-        sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (%s, %s, 'Agent', 1, 1)",
-            agent_id, str(4000 + agent_id))
-        for skill in skills:
-            sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", agent_id, skill)
-        for priority in priorities:
-            sql("INSERT INTO sales_agent_priorities (agent_id, priority_id) VALUES (%s, %s)", agent_id, priority)
-        for column, value in columns.items():
-            sql(f"UPDATE sales_agents SET {column} = %s WHERE id = %s", value, agent_id)
-        return agent_id
-
-    return add
-
-
-@pytest.fixture
 def lead_in(new_lead, sql):
     """A lead in a given dial state: lead_in("A", "Not Connected", next_retry_at=..., form_type=...)."""
 

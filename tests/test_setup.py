@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SECRET, _with_database
+from conftest import ROOT, SECRET
 from dialerapi.plumbing import config, migrate
 from dialerapi.plumbing.db import connect
 
@@ -121,19 +121,6 @@ def test_cli_reports_bad_configuration_in_one_line(database_url):
     assert "DB_TIMEZONE='Nowhere/Land' is not an IANA time zone" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.fixture
-def fresh_database(server_url):
-    name = f"dialerapi_fresh_{os.getpid()}"
-    admin = connect(server_url)
-    with admin.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    yield _with_database(server_url, name)
-    with admin.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-    admin.close()
-
-
 def columns(url):
     conn = connect(url)
     with conn.cursor() as cur:
@@ -218,7 +205,7 @@ def test_every_operator_command_has_a_useful_help():
 
     from dialerapi.cli import main
 
-    ours = {"db", "settle", "sweep", "call-connected", "agents", "claim", "bridge", "simulate"}
+    ours = {"db", "settle", "sweep", "call-connected", "agents", "claim", "bridge", "simulate", "dnc", "floor"}
     assert ours <= set(main.commands)
 
     def walk(command, path):

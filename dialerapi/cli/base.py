@@ -37,6 +37,11 @@ def service_now():
     return clock.now(current_app.config["DB_TIMEZONE"])
 
 
+def service_tz():
+    """DB_TIMEZONE, the zone of service_now()."""
+    return current_app.config["DB_TIMEZONE"]
+
+
 def echo_json(value):
     click.echo(json.dumps(value, default=_json_default, ensure_ascii=False, indent=2))
 

@@ -4,7 +4,7 @@
 import click
 from flask import current_app
 
-from dialerapi.cli.base import echo_json, log, main, service_now
+from dialerapi.cli.base import echo_json, log, main, service_now, service_tz
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules import actions, agents, claims, dialstate, floor
 
@@ -128,7 +128,8 @@ def claim(agent_id, oli_id, call_type, predictive, form_type):
     (skill and priority), of one skill with --form-type.
     Redial or inbound: --agent-id N --oli-id X [--call-type inbound]. Prints the lead as JSON, or
     `null` when no lead it may take is due and unreserved; exits 1 with the reason when no claim
-    can be made (maintenance, the agent's state, no free agent, a live named lead).
+    can be made (maintenance, the agent's state, no free agent, a live named lead, a listed phone,
+    the customer's calling window).
     """
     if predictive == (agent_id is not None) or (oli_id and agent_id is None):
         raise click.UsageError("give --agent-id (with or without --oli-id) or --predictive")
@@ -137,11 +138,11 @@ def claim(agent_id, oli_id, call_type, predictive, form_type):
     db = get_db()
     try:
         if predictive:
-            row = db.run(claims.claim_predictive, service_now(), form_type=form_type)
+            row = db.run(claims.claim_predictive, service_now(), form_type=form_type, tz=service_tz())
         elif oli_id:
-            row = db.run(claims.claim_lead, agent_id, oli_id, service_now(), call_type)
+            row = db.run(claims.claim_lead, agent_id, oli_id, service_now(), call_type, tz=service_tz())
         else:
-            row = db.run(claims.claim_next, agent_id, service_now())
+            row = db.run(claims.claim_next, agent_id, service_now(), tz=service_tz())
     except claims.NotClaimable as exc:
         raise click.ClickException(f"cannot claim {oli_id or 'a lead'}: {exc.reason}") from None
     except (agents.UnknownAgent, dialstate.UnknownLead) as exc:

@@ -182,8 +182,9 @@ OPERATIONS.update({
                                  "inbound)", {"ok": False, "error": "unknown_agent"}),
            "409": _json("Error", "`maintenance` (progressive, predictive, redial); `not_claimable` with `reason`: "
                                  "the agent's (panel_inactive, paused, ami_busy, wrap_up, outbound_blocked; "
-                                 "progressive, redial, inbound) or no_free_agent (predictive); `lead_in_flight` "
-                                 "(redial, inbound); `idempotency_conflict`",
+                                 "progressive, redial, inbound), no_free_agent (predictive), do_not_call (redial, "
+                                 "inbound: the phone is listed) or outside_calling_window (redial: the customer's "
+                                 "local time); `lead_in_flight` (redial, inbound); `idempotency_conflict`",
                         {"ok": False, "error": "not_claimable", "reason": "ami_busy"})},
     ),
     "/engine/bridge": _engine(

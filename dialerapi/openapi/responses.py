@@ -25,6 +25,9 @@ class PushResultSchema(Schema):
     data_id = fields.UUID(required=True)
     callback_scheduled_at = fields.Raw(required=True, allow_none=True,
                                        metadata={"description": "Exactly as sent; null when omitted"})
+    do_not_call = fields.Boolean(metadata={
+        "enum": [True], "description": "Present (true) only when the lead's phone is on the do-not-call list: "
+        "the lead is stored as `status` says, and no claim hands it out (issue #30)"})
 
 
 class PushResponseSchema(Schema):

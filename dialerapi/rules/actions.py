@@ -13,7 +13,7 @@ from datetime import timedelta
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import agents, dialstate
+from dialerapi.rules import agents, compliance, dialstate, dnc
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,18 @@ def submit_action(conn, action, now, tz):
     callback or disposition), unblock those agents and queue their events. `action` carries
     oli_id, action, scheduled_at or reason, and the optional audit fields; `now` is wall-clock in
     `tz`. Returns the stored row as a dict with its `id` and `status`. Raises dialstate.UnknownLead.
+
+    A disposition whose reason is one of sales_dialer_config.dnd_reasons (default `DND`, compared
+    without case) lists the lead's phone on the do-not-call list at once, even while the call is
+    live and the disposition itself is held (issue #30).
     """
     row = dialstate.lock_lead(conn, action["oli_id"])
     live = dialstate.is_live(row)
+    config = dialstate.load_config(conn)
+    if action["action"] == "dispose" and str(action.get("reason") or "").strip().lower() in config.dnd_reasons:
+        number = compliance.number_of(row["phone_number"], config)
+        if number is not None:
+            dnc.add(conn, [number], dnc.DND, now, oli_id=action["oli_id"])
     queries.supersede_pending(conn, oli_id=action["oli_id"])
     stored = {
         "oli_id": action["oli_id"], "action": action["action"], "scheduled_at": action.get("scheduled_at"),
@@ -63,7 +72,7 @@ def submit_action(conn, action, now, tz):
     queries.insert_pending_action(conn, **stored)
     stored["id"] = queries.last_insert_id(conn)
     if not live:
-        dialstate.apply_action(conn, row, stored, now, dialstate.load_config(conn))
+        dialstate.apply_action(conn, row, stored, now, config)
     agents.clear_for_lead(conn, action["oli_id"], CLEARED_BY[action["action"]], now, tz)
     return stored
 

@@ -14,6 +14,12 @@ lease runs out. Functions take the connection first and run in the caller's tran
 `sales_dialer_config.isMaintainance = 1` stops every new outbound claim (NotClaimable). Candidate
 rows are locked with FOR UPDATE SKIP LOCKED, so two engines claiming at once never get the same
 lead, and a claim answers None only when nothing it may take is due and unreserved.
+
+No claim reserves a lead whose phone is on the do-not-call list, nor (with obey_calling_window)
+one outside its customer's calling window (rules/compliance.py, issue #30): the candidate query
+leaves them out, and `compliance.refusal` checks the locked row itself. A redial or inbound claim
+of such a lead raises NotClaimable do_not_call or outside_calling_window. `tz` is DB_TIMEZONE,
+the zone of `now`; it places `now` in the customers' zones.
 """
 
 from collections import Counter
@@ -21,7 +27,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import dialstate
+from dialerapi.rules import compliance, dialstate
 from dialerapi.rules.agents import UnknownAgent, with_lists
 
 # Candidates read per claim bucket and form_type in the first window; each later window is
@@ -37,7 +43,8 @@ class NotClaimable(Exception):
 
     maintenance (isMaintainance = 1, HTTP 409 `maintenance`); lead_in_flight (a named lead is live,
     HTTP 409 `lead_in_flight`); the agent's unavailable reason (panel_inactive, paused, ami_busy,
-    wrap_up, outbound_blocked) or no_free_agent for a predictive claim (HTTP 409 `not_claimable`).
+    wrap_up, outbound_blocked), no_free_agent for a predictive claim, or for a named lead
+    do_not_call and outside_calling_window (HTTP 409 `not_claimable`).
     """
 
     def __init__(self, reason):
@@ -56,27 +63,29 @@ def lock_agent(conn, agent_id):
     return with_lists(agent)
 
 
-def _candidates(conn, wanted, now, config, max_rows):
+def _candidates(conn, wanted, now, config, max_rows, zone_ids):
     """Unlocked candidate lead ids in claim order, and whether they are all there are.
 
     `wanted`: (form_type, allowed priority_ids) pairs; an empty priority list allows every priority.
     Bucket by bucket, due-first within a bucket across form_types; at most `max_rows` per bucket
     and form_type. The second value is True when no bucket of any form_type was cut at `max_rows`.
     Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry rules 2).
+    `zone_ids`: the call zones open now (compliance.open_zone_ids), None for every zone.
     """
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
     rows, cut = [], False
     for form_type, priorities in wanted:
         found = list(queries.due_candidates(
             conn, form_type=form_type, now=now, callbacks_open=callbacks_open, all_priorities=not priorities,
-            priorities=tuple(priorities) or (0,), max_rows=max_rows))
+            priorities=tuple(priorities) or (0,), any_zone=zone_ids is None, zone_ids=zone_ids or (0,),
+            max_rows=max_rows))
         cut = cut or max_rows in Counter(row["bucket"] for row in found).values()
         rows.extend(found)
     rows.sort(key=lambda row: (row["bucket"], row["due"] is not None, row["due"] or now, row["id"]))
     return [row["id"] for row in rows], not cut
 
 
-def _lock_first_due(conn, wanted, now, config):
+def _lock_first_due(conn, wanted, now, config, tz):
     """Lock and return the first due, unreserved lead of `wanted` ((form_type, allowed priority_ids)
     pairs, as `_candidates` takes them) in claim order, or None.
 
@@ -85,12 +94,15 @@ def _lock_first_due(conn, wanted, now, config):
     candidates is used up without a lead, the next, larger one is read, until the candidates run
     out; then the leads that other transactions held are waited for, in claim order (a claim that
     took one has reserved it; a push or a CRM action leaves it unreserved, and it is ours). So None
-    means that no lead of these form_types is due and unreserved at this moment (issue #16).
+    means that no lead of these form_types is due, unreserved and lawful at this moment (issue #16).
+    The call zones open now are those this process knows of; before answering None it reads them
+    again, in case a push added a zone since.
     """
     tried, held = set(), []
+    zone_ids = compliance.open_zone_ids(conn, now, tz, config)
     max_rows = CANDIDATES
     while True:
-        ids, complete = _candidates(conn, wanted, now, config, max_rows)
+        ids, complete = _candidates(conn, wanted, now, config, max_rows, zone_ids)
         for lead_id in ids:
             if lead_id in tried:
                 continue
@@ -99,19 +111,29 @@ def _lock_first_due(conn, wanted, now, config):
             if row is None:
                 held.append(lead_id)
             # The candidate was read without a lock: check again now that it is ours.
-            elif dialstate.is_due(row, now, config):
+            elif _claimable(conn, row, now, tz, config):
                 return row
         if complete:
-            break
+            fresh = compliance.open_zone_ids(conn, now, tz, config, reload=True)
+            if fresh == zone_ids:
+                break
+            zone_ids, max_rows = fresh, CANDIDATES
+            continue
         max_rows *= WINDOW_GROWTH
     for lead_id in held:
         row = queries.lock_unreserved_waiting(conn, id=lead_id)
-        if row is not None and dialstate.is_due(row, now, config):
+        if row is not None and _claimable(conn, row, now, tz, config):
             return row
     return None
 
 
-def claim_next(conn, agent_id, now):
+def _claimable(conn, row, now, tz, config):
+    if not dialstate.is_due(row, now, config):
+        return False
+    return compliance.refusal(conn, row, now, tz, config) is None
+
+
+def claim_next(conn, agent_id, now, tz=None):
     """Progressive claim: reserve the next due lead for agent `agent_id`, or return None.
 
     None only when no lead matching the agent's skills and allowed priorities is due and
@@ -127,13 +149,14 @@ def claim_next(conn, agent_id, now):
     reason = dialstate.unavailable_reason(agent, now)
     if reason:
         raise NotClaimable(reason)
-    row = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config)
+    row = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config,
+                          _zone(tz, config))
     if row is None:
         return None
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
-def claim_predictive(conn, now, *, ahead=False, form_type=None):
+def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
     """Predictive claim: reserve the next due lead that some free agent could take, or None.
 
     The customer is called first; `bridge` then picks the agent. With `form_type` (issue #29: a
@@ -153,10 +176,17 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None):
     wanted = free_skills(conn, now, ahead=ahead, form_type=form_type)
     if not wanted:
         raise NotClaimable(NO_FREE_AGENT)
-    row = _lock_first_due(conn, wanted, now, config)
+    row = _lock_first_due(conn, wanted, now, config, _zone(tz, config))
     if row is None:
         return None
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+
+
+def _zone(tz, config):
+    """DB_TIMEZONE for the calling window; a caller that obeys it must say which zone `now` is in."""
+    if tz is None and config.obey_calling_window:
+        raise ValueError("obey_calling_window = 1: the claim needs tz, the zone of now (DB_TIMEZONE)")
+    return tz
 
 
 def free_skills(conn, now, *, ahead=False, form_type=None):
@@ -196,14 +226,16 @@ def bridge(conn, oli_id, now):
     return None
 
 
-def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL):
+def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None):
     """Claim a named lead for a redial (call_type redial) or an inbound call (call_type inbound).
 
     Reopens Received, Rejected and Disposed leads. The agent must be available; an outbound block
     does not stop an inbound call, nor a redial of a lead the agent has an open missed activity for.
-    Maintenance stops redials, not inbound calls. Returns the claimed row. Raises NotClaimable
-    (reason: maintenance, lead_in_flight, or the agent's unavailable reason),
-    dialstate.UnknownLead, agents.UnknownAgent.
+    Maintenance stops redials, not inbound calls. A listed phone is refused (do_not_call; an
+    inbound call only without dnc_allow_inbound), and a redial outside the customer's calling
+    window when it is obeyed (outside_calling_window). Returns the claimed row. Raises NotClaimable
+    (reason: maintenance, lead_in_flight, the agent's unavailable reason, do_not_call,
+    outside_calling_window), dialstate.UnknownLead, agents.UnknownAgent.
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance and call_type != "inbound":
@@ -220,6 +252,9 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL):
         raise NotClaimable("lead_in_flight")  # another transaction holds it right now
     if row["isReserved"]:
         raise NotClaimable("lead_in_flight")
+    reason = compliance.refusal(conn, row, now, _zone(tz, config), config, call_type)
+    if reason:
+        raise NotClaimable(reason)
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 

@@ -73,24 +73,24 @@ def once(conn, request_key, request, now, work):
     return answer
 
 
-def claim(conn, request, now):
+def claim(conn, request, now, tz=None):
     """POST /engine/claim: reserve a lead, or none. `request`: {mode, request_id, agent_id?, oli_id?, ahead?}.
 
     progressive: the next due lead for agent_id (claims.claim_next); predictive: one for the skills
     of whoever is free, or with `ahead` staffed (claims.claim_predictive); redial / inbound: oli_id for agent_id
-    (claims.claim_lead). Returns {"lead": lead_view or None}; None only when nothing the claim may
+    (claims.claim_lead). `tz`: DB_TIMEZONE, the zone of `now` (the calling window). Returns {"lead": lead_view or None}; None only when nothing the claim may
     take is due and unreserved. Raises agents.UnknownAgent, dialstate.UnknownLead,
     claims.NotClaimable, IdempotencyConflict. A refusal is not stored: its retry is decided anew.
     """
     def work():
         mode = request["mode"]
         if mode == "progressive":
-            row = claims.claim_next(conn, request["agent_id"], now)
+            row = claims.claim_next(conn, request["agent_id"], now, tz=tz)
         elif mode == "predictive":
             row = claims.claim_predictive(conn, now, ahead=request.get("ahead", False),
-                                          form_type=request.get("form_type"))
+                                          form_type=request.get("form_type"), tz=tz)
         else:
-            row = claims.claim_lead(conn, request["agent_id"], request["oli_id"], now, call_type=mode)
+            row = claims.claim_lead(conn, request["agent_id"], request["oli_id"], now, call_type=mode, tz=tz)
         return {"lead": row and lead_view(row)}
 
     return once(conn, f"claim:{request['request_id']}", request, now, work)

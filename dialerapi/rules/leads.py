@@ -1,8 +1,10 @@
 """Lead push: validate a body and upsert it into sales_master (lead-intake-api.md, POST /api/leads; D4).
 
-A batch costs three statements inside its transaction, however many leads it carries: read the
+A batch costs five statements inside its transaction, however many leads it carries: read the
 priority catalog and the dialer config, lock every oli_id of the batch in one SELECT ... FOR
-UPDATE, write every row in one multi-row INSERT ... ON DUPLICATE KEY UPDATE.
+UPDATE, look up the batch's numbers on the do-not-call list and their call zones (issue #30; two
+more the first time a zone is met), write every row in one multi-row INSERT ... ON DUPLICATE KEY
+UPDATE.
 
 What depends on the batch alone is done once per batch (issue #33): the push reset's next_retry_at
 and the reset values of a Pending lead, escaped once with `now` (db.Literal); each lead adds only
@@ -12,7 +14,7 @@ its own values, as a tuple in the statement's column order.
 import uuid
 
 from dialerapi.plumbing.db import Conflict, Literal, queries
-from dialerapi.rules import catalog, dialstate
+from dialerapi.rules import catalog, compliance, dialstate
 
 # upsert_leads' columns after each lead's own (oli_id, data_id, phone_number, client_name, form_type,
 # priority_id), in the statement's order; created_at and updated_at follow.
@@ -47,7 +49,9 @@ def push_leads(conn, leads, now, tz, config):
     A new oli_id is inserted with the push reset; an existing one that is not live gets its contact
     fields and the push reset; a live one (Calling + isReserved) is not touched and reports its
     existing data_id. The same oli_id twice is applied in order (D4): the later entry reports
-    `updated`. Each result is {oli_id, status, data_id, callback_scheduled_at}.
+    `updated`. Each result is {oli_id, status, data_id, callback_scheduled_at}, plus
+    `do_not_call: true` when the lead's phone is on the do-not-call list (issue #30: it is stored
+    and never claimed; `status` is what the specification says all the same).
 
     Raises db.Conflict when a concurrent push inserted one of the new oli_ids first; Database.run
     then retries the whole batch, which will see the row and lock it.
@@ -57,13 +61,14 @@ def push_leads(conn, leads, now, tz, config):
     pending_reset = dialstate.push_reset(data_id=None, callback_scheduled_at=None,
                                          next_retry_at=dialstate.push_next_retry_at(now, config, tz))
     pending_tail = tuple(Literal(pending_reset[column]) for column in RESET_COLUMNS) + stamps
+    facts = compliance.lead_facts(conn, leads, config)
     rows = {}
     results = []
-    for lead in leads:
+    for lead, lead_facts in zip(leads, facts):
         oli_id = lead["oli_id"]
         current = existing.get(oli_id)
         if current is not None and dialstate.is_live(current):
-            results.append(_result(oli_id, SKIPPED_IN_FLIGHT, current["data_id"], lead))
+            results.append(_result(oli_id, SKIPPED_IN_FLIGHT, current["data_id"], lead, lead_facts[1]))
             continue
         data_id = str(uuid.uuid4())
         status = UPDATED if current is not None or oli_id in rows else INSERTED
@@ -74,8 +79,8 @@ def push_leads(conn, leads, now, tz, config):
                                          next_retry_at=None)
             tail = tuple(reset[column] for column in RESET_COLUMNS) + stamps
         rows[oli_id] = (oli_id, data_id, lead["phone_number"], lead["client_name"], lead["form_type"],
-                        lead["priority_id"]) + tail
-        results.append(_result(oli_id, status, data_id, lead))
+                        lead["priority_id"]) + lead_facts + tail
+        results.append(_result(oli_id, status, data_id, lead, lead_facts[1]))
     if rows:
         expected = sum(2 if oli_id in existing else 1 for oli_id in rows)
         affected = queries.upsert_leads(conn, [rows[oli_id] for oli_id in sorted(rows)])
@@ -84,10 +89,13 @@ def push_leads(conn, leads, now, tz, config):
     return results
 
 
-def _result(oli_id, status, data_id, lead):
-    return {
+def _result(oli_id, status, data_id, lead, do_not_call=False):
+    result = {
         "oli_id": oli_id,
         "status": status,
         "data_id": data_id,
         "callback_scheduled_at": lead["callback_scheduled_at_sent"],
     }
+    if do_not_call:
+        result["do_not_call"] = True
+    return result

@@ -85,6 +85,15 @@ class DialerConfig:
     work_start: time
     work_end: time
     disposed_priority_id: int
+    # Issue #30: the customer's calling window (obeyed only when obey_calling_window), the region
+    # that reads national numbers, the disposition reasons that list a phone, and whether an
+    # inbound call of a listed phone may be claimed.
+    obey_calling_window: bool = False
+    calling_window_start: time = time(9)
+    calling_window_end: time = time(21)
+    phone_default_region: str = "IN"
+    dnd_reasons: tuple = ("dnd",)
+    dnc_allow_inbound: bool = False
 
 
 def _time_of_day(value):
@@ -117,6 +126,12 @@ def config_from_row(row):
         work_start=_time_of_day(row["work_start"]),
         work_end=_time_of_day(row["work_end"]),
         disposed_priority_id=int(row["disposed_priority_id"]),
+        obey_calling_window=bool(row["obey_calling_window"]),
+        calling_window_start=_time_of_day(row["calling_window_start"]),
+        calling_window_end=_time_of_day(row["calling_window_end"]),
+        phone_default_region=str(row["phone_default_region"]).strip().upper(),
+        dnd_reasons=tuple(r.strip().lower() for r in str(row["dnd_reasons"]).split(",") if r.strip()),
+        dnc_allow_inbound=bool(row["dnc_allow_inbound"]),
     )
 
 

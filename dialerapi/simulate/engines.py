@@ -42,11 +42,12 @@ class LibraryEngine:
                                 row["callback_scheduled_at"])), None
 
     def claim(self, agent_id):
-        return self._claimed(claims.claim_next, agent_id, self.floor.now)
+        return self._claimed(claims.claim_next, agent_id, self.floor.now, tz=self.floor.tz)
 
     def claim_predictive(self, ahead, form_type=None):
         return self._claimed(
-            lambda conn: claims.claim_predictive(conn, self.floor.now, ahead=ahead, form_type=form_type))
+            lambda conn: claims.claim_predictive(conn, self.floor.now, ahead=ahead, form_type=form_type,
+                                                 tz=self.floor.tz))
 
     def bridge(self, oli_id):
         return self.db.run(claims.bridge, oli_id, self.floor.now)

@@ -16,7 +16,7 @@ import pymysql
 from dialerapi.plumbing import ami, clock, socket_slots
 from dialerapi.plumbing.clock import format_utc
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import dialstate
+from dialerapi.rules import compliance, dialstate, dnc
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,20 @@ def _metrics(conn, tz):
         "last_sweep_at": format_utc(sweep["last_started_at"], tz) if sweep else None,
         "last_sweep_result": sweep["last_result"] if sweep else None,
         "agent_sockets": socket_slots.hosts_report(conn, now, tz),
+        **compliance_report(conn, now, tz),
+    }
+
+
+def compliance_report(conn, now, tz):
+    """Issue #30: {"do_not_call": {numbers listed, leads held}, "calling_window": {obeyed, window,
+    leads outside it now}}; leads are those compliance.held_leads counts."""
+    config = dialstate.load_config(conn)
+    held = compliance.held_leads(conn, now, tz, config)
+    window = f"{config.calling_window_start:%H:%M}-{config.calling_window_end:%H:%M}"
+    return {
+        "do_not_call": {"numbers": dnc.count(conn), "leads_held": held[compliance.DO_NOT_CALL]},
+        "calling_window": {"obeyed": config.obey_calling_window, "window": window,
+                           "leads_outside": held[compliance.OUTSIDE_CALLING_WINDOW]},
     }
 
 
@@ -154,7 +168,8 @@ def report(app):
     configured, host, latency_ms, error}}, metrics: {uptime_seconds, requests (by status class),
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
     UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
-    and refusals per host, issue #27)}, logs (last 20 warning/error lines of this process), version}. Never
+    and refusals per host, issue #27), do_not_call and calling_window (compliance_report, issue
+    #30)}, logs (last 20 warning/error lines of this process), version}. Never
     a password or the secret.
     """
     state = app.extensions["dialerapi.health"]

@@ -24,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from dialerapi.plumbing import clock, socket_slots
 from dialerapi.plumbing.db import connect, queries
 from dialerapi.rules import dialstate
+from dialerapi.upkeep.health import compliance_report
 
 access_log = logging.getLogger("dialerapi.access")
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -101,8 +102,20 @@ class DatabaseGauges:
                                     "Age of the oldest live reservation (0 when there is none)",
                                     value=reservations["oldest_seconds"] or 0)
             yield from socket_gauges(socket_slots.hosts_report(conn, now, self.tz))
+            yield from compliance_gauges(compliance_report(conn, now, self.tz))
         finally:
             conn.close()
+
+
+def compliance_gauges(report):
+    """Issue #30: the do-not-call list's size and the leads each rule holds back now."""
+    yield GaugeMetricFamily("dialerapi_dnc_numbers", "Phone numbers on the do-not-call list",
+                            value=report["do_not_call"]["numbers"])
+    held = GaugeMetricFamily("dialerapi_leads_held", "Unreserved leads in claim states that a rule holds back now",
+                             labels=["rule"])
+    held.add_metric(["do_not_call"], report["do_not_call"]["leads_held"])
+    held.add_metric(["outside_calling_window"], report["calling_window"]["leads_outside"])
+    yield held
 
 
 def socket_gauges(report):

@@ -14,14 +14,17 @@ FROM sales_agents AS a
 WHERE a.id = :agent_id
 FOR UPDATE;
 
--- name: due_candidates(form_type, now, callbacks_open, all_priorities, priorities, max_rows)
+-- name: due_candidates(form_type, now, callbacks_open, all_priorities, priorities, any_zone, zone_ids, max_rows)
 -- The first max_rows due leads of one form_type in each claim bucket, in claim order: 1 due
 -- Callback (only while callbacks_open), 2 Pending, 3 Abandoned (a NULL next_retry_at is due),
--- 4 Not Connected (next_retry_at due). One round trip instead of one per bucket.
+-- 4 Not Connected (next_retry_at due). One round trip instead of one per bucket. Listed phones
+-- and, unless any_zone, leads whose calling window is closed (call_zone_id not in zone_ids) are
+-- left out inside the claim indexes, whose trailing columns they are (issue #30).
 (SELECT 1 AS bucket, id, callback_scheduled_at AS due FROM sales_master
  WHERE :callbacks_open AND dial_status = 'Callback' AND isReserved = 0 AND form_type = :form_type
    AND (callback_scheduled_at IS NULL OR callback_scheduled_at <= :now)
    AND (:all_priorities OR priority_id IN :priorities)
+   AND do_not_call = 0 AND (:any_zone OR call_zone_id IN :zone_ids)
  ORDER BY callback_scheduled_at, id
  LIMIT :max_rows)
 UNION ALL
@@ -29,6 +32,7 @@ UNION ALL
  WHERE dial_status = 'Pending' AND isReserved = 0 AND form_type = :form_type
    AND (next_retry_at <= :now OR next_retry_at IS NULL)
    AND (:all_priorities OR priority_id IN :priorities)
+   AND do_not_call = 0 AND (:any_zone OR call_zone_id IN :zone_ids)
  ORDER BY next_retry_at, id
  LIMIT :max_rows)
 UNION ALL
@@ -36,6 +40,7 @@ UNION ALL
  WHERE dial_status = 'Abandoned' AND isReserved = 0 AND form_type = :form_type
    AND (next_retry_at <= :now OR next_retry_at IS NULL)
    AND (:all_priorities OR priority_id IN :priorities)
+   AND do_not_call = 0 AND (:any_zone OR call_zone_id IN :zone_ids)
  ORDER BY next_retry_at, id
  LIMIT :max_rows)
 UNION ALL
@@ -43,19 +48,24 @@ UNION ALL
  WHERE dial_status = 'Not Connected' AND isReserved = 0 AND form_type = :form_type
    AND next_retry_at <= :now
    AND (:all_priorities OR priority_id IN :priorities)
+   AND do_not_call = 0 AND (:any_zone OR call_zone_id IN :zone_ids)
  ORDER BY next_retry_at, id
  LIMIT :max_rows);
 
 -- name: lock_unreserved(id)^
-SELECT * FROM sales_master WHERE id = :id AND isReserved = 0 FOR UPDATE SKIP LOCKED;
+-- With `listed`: whether its stored phone_e164 is on the do-not-call list, in the same round trip.
+SELECT m.*, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
+FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE SKIP LOCKED;
 
 -- name: lock_unreserved_waiting(id)^
 -- The same, waiting for a transaction that holds the row: a locking read then sees its latest
 -- committed version (reserved by a claim, or still free after a push).
-SELECT * FROM sales_master WHERE id = :id AND isReserved = 0 FOR UPDATE;
+SELECT m.*, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
+FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE;
 
 -- name: lock_lead_skip_locked(oli_id)^
-SELECT * FROM sales_master WHERE oli_id = :oli_id FOR UPDATE SKIP LOCKED;
+SELECT m.*, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
+FROM sales_master AS m WHERE m.oli_id = :oli_id FOR UPDATE SKIP LOCKED;
 
 -- name: agent_has_missed_activity(agent_id, oli_id)$
 SELECT EXISTS (SELECT 1 FROM sales_missed_activities

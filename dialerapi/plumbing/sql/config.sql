@@ -1,6 +1,7 @@
 -- name: get_dialer_config()^
 SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, max_tries,
-       work_start, work_end, disposed_priority_id
+       work_start, work_end, disposed_priority_id, obey_calling_window, calling_window_start,
+       calling_window_end, phone_default_region, dnd_reasons, dnc_allow_inbound
 FROM sales_dialer_config
 WHERE id = 1;
 
@@ -10,7 +11,8 @@ WHERE id = 1;
 -- means the config row is missing; a NULL id means there are no priorities.
 SELECT p.id, p.is_callback, p.is_active, (p.id = c.disposed_priority_id) AS is_disposed,
        c.isMaintainance, c.outbound_obey_work_hours, c.retry_pattern, c.retry_seconds, c.max_tries,
-       c.work_start, c.work_end, c.disposed_priority_id
+       c.work_start, c.work_end, c.disposed_priority_id, c.obey_calling_window, c.calling_window_start,
+       c.calling_window_end, c.phone_default_region, c.dnd_reasons, c.dnc_allow_inbound
 FROM sales_dialer_config AS c
 LEFT JOIN sales_priorities AS p ON TRUE
 WHERE c.id = 1;

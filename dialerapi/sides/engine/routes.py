@@ -27,7 +27,8 @@ def engine_claim():
     `reason`), idempotency_conflict (README, "The engine API": the error table, mode by mode).
     """
     claim = load(schemas.load_engine_claim, json_body())
-    return {"ok": True, **get_db().run(engine.claim, claim, clock.now(db_timezone()))}
+    tz = db_timezone()
+    return {"ok": True, **get_db().run(engine.claim, claim, clock.now(tz), tz)}
 
 
 @engine_bp.post("/bridge")

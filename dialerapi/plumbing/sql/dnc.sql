@@ -1,0 +1,76 @@
+-- The do-not-call list and the calling zones (issue #30; rules/dnc.py, rules/compliance.py).
+-- Numbers are E.164 digits (rules/phones.e164) as BIGINT UNSIGNED.
+
+-- name: listed_numbers(phones)
+-- Which of these numbers are listed.
+SELECT phone FROM dialerapi_dnc WHERE phone IN :phones;
+
+-- name: number_listed(phone)$
+SELECT EXISTS (SELECT 1 FROM dialerapi_dnc WHERE phone = :phone);
+
+-- name: insert_numbers*!
+-- Multi-row; a number already listed keeps its first source.
+INSERT IGNORE INTO dialerapi_dnc (phone, source, oli_id, added_at) VALUES (%s, %s, %s, %s);
+
+-- name: delete_numbers(phones)!
+DELETE FROM dialerapi_dnc WHERE phone IN :phones;
+
+-- name: mark_leads(phones, listed)!
+-- Every lead of these numbers, whatever its oli_id or state, except a live one (the API never
+-- modifies a live row): the claim's filter follows the list. A live lead keeps its mark until a
+-- claim after its settle reads the list for it (compliance.refusal) and corrects it.
+UPDATE sales_master SET do_not_call = :listed
+WHERE phone_e164 IN :phones AND do_not_call <> :listed AND NOT (dial_status = 'Calling' AND isReserved = 1);
+
+-- name: numbers_after(after, max_rows)
+-- One page of the list in number order (export without holding it all).
+SELECT phone, source, oli_id, added_at FROM dialerapi_dnc WHERE phone > :after ORDER BY phone LIMIT :max_rows;
+
+-- name: create_staging#
+-- An import's numbers, private to its connection until merged in one transaction.
+CREATE TEMPORARY TABLE IF NOT EXISTS dialerapi_dnc_staging (phone BIGINT UNSIGNED NOT NULL PRIMARY KEY) ENGINE=InnoDB;
+
+-- name: stage_numbers*!
+INSERT IGNORE INTO dialerapi_dnc_staging (phone) VALUES (%s);
+
+-- name: merge_staging(source, added_at)!
+INSERT IGNORE INTO dialerapi_dnc (phone, source, oli_id, added_at)
+SELECT phone, :source, NULL, :added_at FROM dialerapi_dnc_staging;
+
+-- name: mark_staged_leads()!
+UPDATE sales_master AS m JOIN dialerapi_dnc_staging AS s ON m.phone_e164 = s.phone
+SET m.do_not_call = 1
+WHERE m.do_not_call = 0 AND NOT (m.dial_status = 'Calling' AND m.isReserved = 1);
+
+-- name: drop_staging#
+DROP TEMPORARY TABLE IF EXISTS dialerapi_dnc_staging;
+
+-- name: leads_by_phone_facts()
+-- Unreserved leads in the claim's states, by mark and call zone (held_leads).
+SELECT do_not_call, call_zone_id, COUNT(*) AS n FROM sales_master
+WHERE dial_status IN ('Callback', 'Pending', 'Abandoned', 'Not Connected') AND isReserved = 0
+GROUP BY do_not_call, call_zone_id;
+
+-- name: change_counter(name, delta)!
+INSERT INTO dialerapi_counters (name, value) VALUES (:name, :delta) ON DUPLICATE KEY UPDATE value = value + :delta;
+
+-- name: counter(name)$
+SELECT COALESCE((SELECT value FROM dialerapi_counters WHERE name = :name), 0);
+
+-- name: call_zones()
+SELECT id, zones FROM dialerapi_call_zones ORDER BY id;
+
+-- name: call_zones_by_key(zones_keys)
+SELECT id, zones_key FROM dialerapi_call_zones WHERE zones_key IN :zones_keys;
+
+-- name: insert_call_zone(zones_key, zones)!
+INSERT IGNORE INTO dialerapi_call_zones (zones_key, zones) VALUES (:zones_key, :zones);
+
+-- name: call_zone_id(zones_key)$
+SELECT id FROM dialerapi_call_zones WHERE zones_key = :zones_key;
+
+-- name: set_phone_facts(id, phone_e164, do_not_call, call_zone_id)!
+-- What a claim worked out from a lead's phone_number when the stored columns disagreed (a row
+-- pushed by the previous release, or written by an engine's own SQL).
+UPDATE sales_master SET phone_e164 = :phone_e164, do_not_call = :do_not_call, call_zone_id = :call_zone_id
+WHERE id = :id;

@@ -1,0 +1,138 @@
+"""Who may be dialed now (issue #30): the do-not-call list and the customer's own calling window.
+
+The rules act at claim; a push answers as the specification says. Two checks, in this order:
+
+1. do_not_call: the lead's phone (rules/phones.e164 of its phone_number, read with
+   sales_dialer_config.phone_default_region) is on dialerapi_dnc. No claim in any mode reserves it;
+   an inbound claim may, when dnc_allow_inbound = 1 (a customer who calls in may be answered).
+2. outside_calling_window: with obey_calling_window = 1, an outbound claim (progressive,
+   predictive, redial) only while the customer's local time is inside
+   calling_window_start..calling_window_end in every zone the number may ring in
+   (phones.window_open; a number with no zone: DB_TIMEZONE). An inbound call is never held to it.
+   A lead outside its window simply is not claimed, so a retry or callback that falls due outside
+   it waits for the next opening.
+
+`refusal` is the check a claim makes on the row it locked, from phone_number itself: it is what
+holds the rules. The columns a push writes (phone_e164, do_not_call, call_zone_id) let the
+candidate query leave listed and closed leads out inside its index; when they disagree with the
+number (a row pushed by the previous release, or by an engine's own SQL) `refusal` corrects them.
+"""
+
+import hashlib
+import threading
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import phones
+
+DO_NOT_CALL = "do_not_call"
+OUTSIDE_CALLING_WINDOW = "outside_calling_window"
+INBOUND = "inbound"
+UNKNOWN_ZONE_ID = 0
+
+_zones_lock = threading.Lock()
+# {call_zone id: zone names} as this process last read dialerapi_call_zones. Its rows never change
+# once written, so the copy only lacks zones added since; a claim that finds nothing reads the table
+# again before it answers None (in a process serving several databases, as the simulator's runs do,
+# that read is what makes the copy that database's).
+_zones = {}
+
+
+def number_of(phone_number, config):
+    """E.164 digits (int) of a stored phone_number, or None when it is no number phonenumbers reads."""
+    try:
+        return phones.e164(phone_number, config.phone_default_region)
+    except phones.InvalidNumber:
+        return None
+
+
+def _key(zone_names):
+    return hashlib.sha1(";".join(zone_names).encode("ascii")).hexdigest()
+
+
+def zone_ids(conn, zone_sets):
+    """{zone names tuple: dialerapi_call_zones id} for every set in `zone_sets`, adding the new ones.
+    Read from the table, not the process's copy: a push must write the id the table has now."""
+    wanted = {_key(names): names for names in set(zone_sets)}
+    found = {row["zones_key"]: row["id"] for row in queries.call_zones_by_key(conn, zones_keys=sorted(wanted))}
+    for key in wanted.keys() - found.keys():
+        queries.insert_call_zone(conn, zones_key=key, zones=";".join(wanted[key]))
+        found[key] = queries.call_zone_id(conn, zones_key=key)
+    return {wanted[key]: zone_id for key, zone_id in found.items()}
+
+
+def _known_zones(conn, reload=False):
+    global _zones
+    with _zones_lock:
+        cached = _zones
+    if cached and not reload:
+        return cached
+    rows = queries.call_zones(conn)
+    table = {row["id"]: tuple(name for name in row["zones"].split(";") if name) for row in rows}
+    with _zones_lock:
+        _zones = table
+    return table
+
+
+def open_zone_ids(conn, now, tz, config, reload=False):
+    """The call_zone ids whose window is open at `now` (wall-clock in `tz`), with 0 (not yet worked
+    out: the claim checks such a lead itself); None when the calling window is not obeyed."""
+    if not config.obey_calling_window:
+        return None
+    moment = clock.instant(now, tz)
+    return (UNKNOWN_ZONE_ID,) + tuple(sorted(
+        zone_id for zone_id, names in _known_zones(conn, reload).items()
+        if phones.window_open(names, moment, config.calling_window_start, config.calling_window_end, tz)))
+
+
+def refusal(conn, row, now, tz, config, call_type=None):
+    """Why the locked sales_master `row` may not be claimed now, or None.
+
+    DO_NOT_CALL when its phone is listed (inbound: only without dnc_allow_inbound);
+    OUTSIDE_CALLING_WINDOW when the window is obeyed and the customer's local time is outside it
+    (never for inbound). `row` carries `listed` (the list's answer for its stored phone_e164) when
+    read by the claim's lock queries. Corrects the row's phone_e164, do_not_call and call_zone_id
+    when they disagree with its phone_number.
+    """
+    number = number_of(row["phone_number"], config)
+    stored = row.get("phone_e164")
+    if number is not None and stored == number and "listed" in row:
+        listed = bool(row["listed"])
+    else:
+        listed = number is not None and bool(queries.number_listed(conn, phone=number))
+    zone_names = phones.zones(number) if number is not None else ()
+    if stored != number or bool(row.get("do_not_call")) != listed:
+        zone_id = zone_ids(conn, [zone_names])[zone_names]
+        queries.set_phone_facts(conn, id=row["id"], phone_e164=number, do_not_call=listed, call_zone_id=zone_id)
+    if listed and not (call_type == INBOUND and config.dnc_allow_inbound):
+        return DO_NOT_CALL
+    if config.obey_calling_window and call_type != INBOUND and not phones.window_open(
+            zone_names, clock.instant(now, tz), config.calling_window_start, config.calling_window_end, tz):
+        return OUTSIDE_CALLING_WINDOW
+    return None
+
+
+def held_leads(conn, now, tz, config):
+    """Unreserved leads in the claim's states (Pending, Callback, Abandoned, Not Connected, due or
+    not) that each rule holds back now: {"do_not_call": n, "outside_calling_window": n (0 when the
+    window is not obeyed; listed leads are counted once, under do_not_call)}, by the columns a push
+    and a claim keep (a lead not yet worked out counts as lawful). One statement over those leads."""
+    open_ids = set(open_zone_ids(conn, now, tz, config, reload=True) or ())
+    held = {DO_NOT_CALL: 0, OUTSIDE_CALLING_WINDOW: 0}
+    for row in queries.leads_by_phone_facts(conn):
+        if row["do_not_call"]:
+            held[DO_NOT_CALL] += row["n"]
+        elif config.obey_calling_window and row["call_zone_id"] not in open_ids:
+            held[OUTSIDE_CALLING_WINDOW] += row["n"]
+    return held
+
+
+def lead_facts(conn, leads, config):
+    """For a push: per lead (dicts with phone_number) the tuple (phone_e164, do_not_call, call_zone_id),
+    in order. Two statements per batch: the list, the zone ids."""
+    numbers = [number_of(lead["phone_number"], config) for lead in leads]
+    present = sorted({number for number in numbers if number is not None})
+    listed = {row["phone"] for row in queries.listed_numbers(conn, phones=present)} if present else set()
+    zone_sets = [phones.zones(number) if number is not None else () for number in numbers]
+    ids = zone_ids(conn, zone_sets)
+    return [(number, number in listed, ids[names]) for number, names in zip(numbers, zone_sets)]

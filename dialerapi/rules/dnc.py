@@ -1,0 +1,117 @@
+"""The do-not-call list (issue #30): numbers as E.164 digits (rules/phones.e164) in dialerapi_dnc.
+
+Adding or removing a number also sets or clears sales_master.do_not_call on every lead with that
+number, in the same transaction, whatever its oli_id: the claim's candidate query filters on it,
+and the claim checks the list itself on the lead it locks (rules/compliance.py). Functions take
+the connection first and run in the caller's transaction.
+"""
+
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import phones
+
+DND = "dnd"
+# Numbers per statement when adding, removing or importing.
+BATCH = 5000
+SOURCE_LENGTH = 32
+SIZE_COUNTER = "dnc_numbers"
+
+
+class InvalidLine(ValueError):
+    """A line of an import file that is no phone number; `line` is its 1-based number."""
+
+    def __init__(self, line, text):
+        super().__init__(f"line {line}: {text!r} is not a phone number")
+        self.line = line
+
+
+def parse_numbers(texts, region):
+    """E.164 digits of each text (`region` reads national numbers). Raises phones.InvalidNumber."""
+    return [phones.e164(text, region) for text in texts]
+
+
+def add(conn, phone_numbers, source, now, oli_id=None):
+    """List `phone_numbers` (E.164 digits) with `source` and `now` (wall-clock DB_TIMEZONE); a listed
+    number keeps its first source. Marks their leads. Returns how many were new."""
+    added = 0
+    for start in range(0, len(phone_numbers), BATCH):
+        chunk = sorted(set(phone_numbers[start:start + BATCH]))
+        added += queries.insert_numbers(conn, [(number, source[:SOURCE_LENGTH], oli_id, now) for number in chunk])
+        queries.mark_leads(conn, phones=chunk, listed=True)
+    _counted(conn, added)
+    return added
+
+
+def _counted(conn, delta):
+    # The list's size for /health and /metrics, kept with the list: a COUNT(*) of ten million rows
+    # takes seconds.
+    if delta:
+        queries.change_counter(conn, name=SIZE_COUNTER, delta=delta)
+
+
+def remove(conn, phone_numbers):
+    """Take `phone_numbers` off the list and clear their leads' mark. Returns how many were listed."""
+    removed = 0
+    for start in range(0, len(phone_numbers), BATCH):
+        chunk = sorted(set(phone_numbers[start:start + BATCH]))
+        removed += queries.delete_numbers(conn, phones=chunk)
+        queries.mark_leads(conn, phones=chunk, listed=False)
+    _counted(conn, -removed)
+    return removed
+
+
+def listed(conn, phone_numbers):
+    """The subset of `phone_numbers` that is listed."""
+    phone_numbers = sorted(set(phone_numbers))
+    return {row["phone"] for row in queries.listed_numbers(conn, phones=phone_numbers)} if phone_numbers else set()
+
+
+def count(conn):
+    """How many numbers are listed (kept as the list changes)."""
+    return int(queries.counter(conn, name=SIZE_COUNTER))
+
+
+def pages(conn, page_size=10000):
+    """Every listed row, {phone, source, oli_id, added_at}, in number order, a page at a time."""
+    after = 0
+    while True:
+        rows = list(queries.numbers_after(conn, after=after, max_rows=page_size))
+        yield from rows
+        if len(rows) < page_size:
+            return
+        after = rows[-1]["phone"]
+
+
+def import_lines(conn, lines, region, source, now, progress=None, every=100000):
+    """Import a registry's file, all or nothing: every line of `lines` is one number (blank lines and
+    lines starting with '#' are passed over; a line's digits are the number, so `212,5550100` as
+    the US registry writes it is 2125550100, read with `region`). The numbers are staged in a
+    temporary table of this connection, a batch at a time, then listed and their leads marked in
+    two statements: memory stays at one batch whatever the file's size. `progress(lines_read)` is
+    called every `every` lines. Returns {"lines", "numbers", "added"}. Raises InvalidLine (nothing
+    is listed; the caller's transaction rolls back the staging).
+    """
+    queries.drop_staging(conn)
+    queries.create_staging(conn)
+    batch, read, numbers_seen = [], 0, 0
+    for read, line in enumerate(lines, 1):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            digits = "".join(ch for ch in text if ch.isdigit()) if not text.startswith("+") else text
+            try:
+                batch.append((phones.e164(digits, region),))
+            except phones.InvalidNumber:
+                raise InvalidLine(read, text) from None
+            if len(batch) >= BATCH:
+                numbers_seen += len(batch)
+                queries.stage_numbers(conn, batch)
+                batch = []
+        if progress and read % every == 0:
+            progress(read)
+    if batch:
+        numbers_seen += len(batch)
+        queries.stage_numbers(conn, batch)
+    added = queries.merge_staging(conn, source=source[:SOURCE_LENGTH], added_at=now)
+    queries.mark_staged_leads(conn)
+    _counted(conn, added)
+    queries.drop_staging(conn)
+    return {"lines": read, "numbers": numbers_seen, "added": added}

@@ -1,0 +1,93 @@
+"""Phone numbers as the do-not-call list and the calling window see them (issue #30), through
+Google's libphonenumber (the `phonenumbers` package).
+
+- `e164(text, region)`: the number's E.164 form as an integer of its digits (+91 98765 43210 is
+  919876543210), the one form the list stores and a lead is compared in. `region` (ISO 3166
+  alpha-2, sales_dialer_config.phone_default_region) reads national numbers: with IN,
+  `098765-43210`, `9876543210` and `+91 98765 43210` are one number. A lead's phone_number is
+  stored as digits only (decisions.md D4: `+91 98765-43210` becomes `919876543210`), so digits
+  that are not a valid number of `region` are read once more as if they began with `+` (a country
+  code): `12125550100` is +1 212 555 0100 whatever the region.
+- `zones(number)`: the IANA zones the number may ring in, from phonenumbers' time-zone data;
+  () when it has none (the caller falls back to DB_TIMEZONE).
+- `window_open(zone_names, moment, start, end, fallback)`: whether the aware instant `moment`
+  falls inside [start, end) of local time in every one of the zones (a number spanning zones gets
+  the window all of them share); daylight saving comes from each zone's own rules.
+"""
+
+import functools
+from datetime import timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import phonenumbers
+from phonenumbers import timezone as phone_zones
+
+UNKNOWN_ZONE = "Etc/Unknown"
+
+
+class InvalidNumber(ValueError):
+    """Text that is no phone number phonenumbers can read (too short, letters, no country code)."""
+
+
+def _parse(text, region):
+    try:
+        return phonenumbers.parse(text, region)
+    except phonenumbers.NumberParseException:
+        return None
+
+
+def e164(text, region):
+    """The E.164 digits of `text` as an int, read with default region `region`.
+
+    A valid number of `region` (or with its own country code) wins; digits-only text that is not
+    valid is read again with a leading `+`; failing both, the number as first read (a possible but
+    unassigned number still compares equal to itself). Raises InvalidNumber when nothing parses.
+    """
+    text = str(text).strip()
+    number = _parse(text, region)
+    if number is None or not phonenumbers.is_valid_number(number):
+        if text.isdigit():
+            international = _parse("+" + text, None)
+            if international is not None and phonenumbers.is_valid_number(international):
+                number = international
+    if number is None or not number.national_number:
+        raise InvalidNumber(text)
+    return int(f"{number.country_code}{number.national_number}")
+
+
+def format_e164(digits):
+    """`+` and the digits: the text the list is exported and answered in."""
+    return f"+{digits}"
+
+
+@functools.lru_cache(maxsize=65536)
+def zones(number):
+    """The IANA zone names number `number` (E.164 digits, an int) may ring in, sorted; () for none."""
+    parsed = _parse(format_e164(number), None)
+    if parsed is None:
+        return ()
+    names = [name for name in phone_zones.time_zones_for_number(parsed) if name != UNKNOWN_ZONE]
+    return tuple(sorted(set(names)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _zone(name):
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def window_open(zone_names, moment, start, end, fallback):
+    """True when aware instant `moment` is inside [start, end) (datetime.time, local) in every zone
+    of `zone_names`, or in `fallback` (a ZoneInfo, DB_TIMEZONE) when there are none or none is
+    known. A window whose end is not after its start crosses midnight (21:00-09:00)."""
+    known = [zone for zone in map(_zone, zone_names) if zone is not None] or [fallback]
+    moment = moment.astimezone(timezone.utc)
+    return all(_inside(moment.astimezone(zone).time(), start, end) for zone in known)
+
+
+def _inside(local, start, end):
+    if start < end:
+        return start <= local < end
+    return local >= start or local < end
