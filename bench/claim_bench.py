@@ -5,7 +5,10 @@ and through the engine API over HTTP.
 
 Builds (once) a database `dialerapi_bench` on the same server as DATABASE_URL: 1,000,000
 sales_master rows spread over 10 form_types and every claimable status (generated in SQL with
-MariaDB's Sequence engine), and 200 available agents with 2 skills each.
+MariaDB's Sequence engine), and 200 available agents with 2 skills each. Nine leads in ten have an
+Indian mobile number, one in ten a US number in New York, Chicago, Los Angeles or Honolulu, with
+phone_e164 and call_zone_id as a push writes them (issue #30; bench/compliance_bench.py turns the
+rules on).
 
 - In-process: each round claims for a random agent in its own transaction
   (dialerapi.rules.claims.claim_next) and rolls back, so the table stays the same for every claim. A
@@ -41,11 +44,12 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from common import bench_database, gunicorn, wrk
-from dialerapi.rules import claims
+from dialerapi.rules import claims, compliance, dialstate, phones
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
 
 LEADS = int(os.environ.get("BENCH_LEADS", 1_000_000))
+UTC = ZoneInfo("UTC")  # the bench database's DB_TIMEZONE
 AGENTS = 200
 FORM_TYPES = [f"form_{n}" for n in range(10)]
 ROUNDS = int(os.environ.get("BENCH_CLAIMS", 3000))
@@ -66,7 +70,10 @@ FILL = """
 INSERT INTO sales_master
   (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status, next_retry_at,
    callback_scheduled_at, call_count, isReserved, created_at, updated_at)
-SELECT CONCAT('BENCH-', seq), UUID(), CONCAT('98', LPAD(seq, 8, '0')), CONCAT('Lead ', seq),
+SELECT CONCAT('BENCH-', seq), UUID(),
+       IF(seq %% 10 = 3, CONCAT('1', ELT(1 + (seq DIV 10) %% 4, '212', '312', '415', '808'), '2', LPAD(seq, 6, '0')),
+          CONCAT('9198', LPAD(seq, 8, '0'))),
+       CONCAT('Lead ', seq),
        CONCAT('form_', seq %% 10),
        IF(seq %% 20 = 0, 1, 2),
        ELT(1 + seq %% 20, 'Callback', 'Pending', 'Pending', 'Pending', 'Pending', 'Pending', 'Pending',
@@ -79,16 +86,30 @@ FROM seq_1_to_{leads}
 """
 
 
+def phone_facts(conn):
+    """phone_e164 and call_zone_id of every lead, as a push works them out (issue #30), by prefix."""
+    config = dialstate.load_config(conn)
+    with conn.cursor() as cur:
+        cur.execute("UPDATE sales_master SET phone_e164 = CAST(phone_number AS UNSIGNED), do_not_call = 0")
+        for prefix, sample in (("9198", "919876543210"), ("1212", "12125550100"), ("1312", "13125550100"),
+                               ("1415", "14155550100"), ("1808", "18085550100")):
+            zones = phones.zones(compliance.number_of(sample, config))
+            zone_id = compliance.zone_ids(conn, [zones])[zones]
+            cur.execute("UPDATE sales_master SET call_zone_id = %s WHERE phone_number LIKE %s", (zone_id, prefix + "%"))
+
+
 def prepare(now):
     url = bench_database(DB_NAME)
     conn = connect(url, io_timeout=600)
     with conn.cursor() as cur:
-        cur.execute("SELECT COUNT(*) AS n FROM sales_master")
-        if cur.fetchone()["n"] != LEADS:
+        cur.execute("SELECT COUNT(*) AS n, SUM(phone_e164 IS NULL) AS unknown FROM sales_master")
+        counts = cur.fetchone()
+        if counts["n"] != LEADS or counts["unknown"]:
             print(f"filling sales_master with {LEADS:,} leads ...", flush=True)
             started = time.monotonic()
             cur.execute("DELETE FROM sales_master")
             cur.execute(FILL.format(leads=LEADS), {"now": now})
+            phone_facts(conn)
             cur.execute("DELETE FROM sales_agent_skills")
             cur.execute("DELETE FROM sales_agents")
             for agent_id in range(1, AGENTS + 1):
@@ -139,14 +160,15 @@ def over_http(url):
     return claimed, floor_state, settled, len(live)
 
 
-def busy_floor(url, now):
-    """Every agent claims at once over FLOOR_CONNECTIONS connections, FLOOR_ROUNDS times; see the module doc."""
+def busy_floor(url, now, unlawful=None):
+    """Every agent claims at once over FLOOR_CONNECTIONS connections, FLOOR_ROUNDS times; see the module doc.
+    `unlawful(conn)`, when given, counts the reserved leads no claim should have taken, before they are put back."""
     db = Database(url, pool_size=FLOOR_CONNECTIONS)
     claim_ms, empty, wrong_empty = [], 0, 0
 
     def claim(agent_id):
         started = time.perf_counter()
-        row = db.run(claims.claim_next, agent_id, now)
+        row = db.run(claims.claim_next, agent_id, now, tz=UTC)
         return agent_id, row, (time.perf_counter() - started) * 1000
 
     elapsed = 0.0
@@ -162,9 +184,10 @@ def busy_floor(url, now):
                 if row is None:
                     empty += 1
                     with db.transaction() as conn:
-                        wrong_empty += claims.claim_next(conn, agent_id, now) is not None
+                        wrong_empty += claims.claim_next(conn, agent_id, now, tz=UTC) is not None
                         conn.rollback()
     conn = connect(url)
+    wrong = unlawful(conn) if unlawful else None
     with conn.cursor() as cur:
         cur.execute("UPDATE sales_master SET dial_status = previous_dial_status, isReserved = 0, "
                     "previous_dial_status = NULL, reservation_id = NULL, reserved_at = NULL "
@@ -175,7 +198,7 @@ def busy_floor(url, now):
     return {"agents": AGENTS, "connections": FLOOR_CONNECTIONS, "rounds": FLOOR_ROUNDS, "claims": len(claim_ms),
             "claims_per_s": round(len(claim_ms) / elapsed, 1), "p50_ms": round(statistics.median(claim_ms), 2),
             "p99_ms": round(percentile(claim_ms, 0.99), 2), "max_ms": round(max(claim_ms), 2),
-            "empty_answers": empty, "empty_answers_while_leads_were_due": wrong_empty}
+            "empty_answers": empty, "empty_answers_while_leads_were_due": wrong_empty, "unlawful": wrong}
 
 
 def percentile(values, fraction):
@@ -184,7 +207,7 @@ def percentile(values, fraction):
 
 
 def main():
-    now = clock.now(ZoneInfo("UTC"))
+    now = clock.now(UTC)
     db = Database(prepare(now), pool_size=2)
     rng = random.Random(7)
     claim_ms, reference_ms, empty = [], [], 0
@@ -193,7 +216,7 @@ def main():
         agent_id = rng.randint(1, AGENTS)
         started = time.perf_counter()
         with db.transaction() as conn:
-            row = claims.claim_next(conn, agent_id, now)
+            row = claims.claim_next(conn, agent_id, now, tz=UTC)
             conn.rollback()
         claim_ms.append((time.perf_counter() - started) * 1000)
         empty += row is None

@@ -149,3 +149,26 @@ def test_predictive_paces_each_skill_and_reports_it(database_url, engine):
         assert report["kpis"][f"abandon_rate[{group}]"]["values"] == [kpis[f"abandon_rate[{group}]"]]
     assert kpis["abandoned"] == run["outcomes"].get("abandoned", 0)
     assert kpis["contacts"] > 0 and kpis["calls"] > 100
+
+
+def test_a_campaign_with_listed_phones_and_mixed_zones_never_dials_them_unlawfully(database_url, sql):
+    """Issue #30 item 5: a share of the leads' phones on the do-not-call list, numbers in Kolkata and
+    New York, the calling window obeyed: no call to a listed phone nor outside its customer's window."""
+    scenario = sim.load_scenario(None, **SMALL, seed=5, listed_share=0.2, phone_zones={"IN": 1, "US-Eastern": 1},
+                                 obey_calling_window=True)
+    report = sim.replicate(database_url, scenario, keep=True)
+    [schema] = [row["Database"] for row in schemas_left(sql, database_url)]
+    try:
+        kpis = report["runs"][0]["kpis"]
+        assert kpis["calls"] > 0 and kpis["dialed_listed"] == 0 and kpis["dialed_outside_window"] == 0
+        listed = sql(f"SELECT COUNT(*) AS n FROM `{schema}`.sales_master WHERE do_not_call = 1")[0]["n"]
+        assert 15 <= listed <= 45
+        dialed_listed = sql(f"SELECT COUNT(*) AS n FROM `{schema}`.sales_call_attempts AS a"
+                            f" JOIN `{schema}`.sales_master AS m ON m.id = a.lead_id"
+                            f" JOIN `{schema}`.dialerapi_dnc AS d ON d.phone = m.phone_e164"
+                            " WHERE a.started_at >= d.added_at")[0]["n"]
+        # The simulated CRM files DND on some answered calls too: those numbers are listed after their call.
+        assert dialed_listed == 0
+        assert sql(f"SELECT COUNT(DISTINCT call_zone_id) AS n FROM `{schema}`.sales_master")[0]["n"] == 2
+    finally:
+        sql(f"DROP DATABASE `{schema}`")

@@ -33,9 +33,9 @@ class LibraryEngine:
         self.db.run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
                     wrapup_until=wrapup_until)
 
-    def _claimed(self, work, *args):
+    def _claimed(self, work, *args, **kwargs):
         try:
-            row = self.db.run(work, *args)
+            row = self.db.run(work, *args, **kwargs)
         except claims.NotClaimable as refusal:
             return None, refusal.reason
         return (row and Claimed(row["oli_id"], row["form_type"], row["previous_dial_status"],

@@ -33,11 +33,12 @@ from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import agents, dialstate
+from dialerapi.rules import agents, dialstate, dnc, phones
 from dialerapi.rules.actions import sweep
 from dialerapi.simulate.crm import CrmFilings
 from dialerapi.simulate.engines import ENGINES
 from dialerapi.simulate.pacing import ADAPT_SECONDS, Pacing
+from dialerapi.simulate.scenario import PHONE_ZONES
 from dialerapi.upkeep.jobs import BLOCKING_SECONDS, SWEEP_SECONDS
 
 SETUP_SECONDS = 600  # the clock starts this long before the first day opens: leads and agents arrive
@@ -102,6 +103,8 @@ class Floor(Pacing, CrmFilings):
         self.day_count = defaultdict(Counter)  # (day, form_type) -> answered, abandoned
         self._start_pacing()
         self.callbacks = {}  # oli_id -> callback_scheduled_at (wall clock) not yet dialed
+        self.phones = {}  # oli_id -> E.164 digits
+        self.listed = set()  # oli_ids whose phone is on the do-not-call list
         self.count = Counter()
         self.outcomes = Counter()
         self.waits = []
@@ -183,16 +186,25 @@ class Floor(Pacing, CrmFilings):
         for agent in self.agents.values():
             self.db.run(agents.save_agent, agent.id, str(1000 + agent.id), f"Sim agent {agent.id}", agent.skills, [])
         weights = [scenario.form_types[t] for t in form_types]
+        zones = list(scenario.phone_zones)
+        zone_weights = [scenario.phone_zones[z] for z in zones]
         leads = []
         for n in range(1, scenario.leads + 1):
-            lead = {"oli_id": f"SIM-{n}", "phone_number": f"9{self.rng.randint(0, 999999999):09d}",
+            prefix, length = PHONE_ZONES[self.rng.choices(zones, zone_weights)[0]]
+            phone = prefix + "".join(str(self.rng.randint(0, 9)) for _ in range(length - len(prefix)))
+            lead = {"oli_id": f"SIM-{n}", "phone_number": phone,
                     "client_name": f"Sim lead {n}", "form_type": self.rng.choices(form_types, weights)[0],
                     "priority_id": 2}
+            self.phones[lead["oli_id"]] = phones.e164(phone, self.config.phone_default_region)
+            if self.rng.random() < scenario.listed_share:
+                self.listed.add(lead["oli_id"])
             if self.rng.random() < scenario.pushed_callbacks:
                 due = clock.after(self.now, timedelta(seconds=SETUP_SECONDS + self.rng.randint(0, 4 * 3600)), self.tz)
                 lead.update(priority_id=1, callback_scheduled_at=f"{due:%Y-%m-%d %H:%M:%S}")
                 self.callbacks[lead["oli_id"]] = due
             leads.append(lead)
+        if self.listed:
+            self.db.run(dnc.add, [self.phones[oli_id] for oli_id in sorted(self.listed)], "sim", self.now)
         for start in range(0, len(leads), PUSH_BATCH):
             self.http("/api/leads", {"leads": leads[start:start + PUSH_BATCH]}, expect=(201,))
 
@@ -327,6 +339,16 @@ class Floor(Pacing, CrmFilings):
 
     # --- calls -----------------------------------------------------------------------------------------
 
+    def _check_lawful(self, oli_id):
+        """Count a dial the rules should have stopped (issue #30): a listed phone, or one whose
+        customer's local time is outside the calling window while it is obeyed. Both stay 0."""
+        self.count["dialed_listed"] += oli_id in self.listed
+        config = self.config
+        if config.obey_calling_window:
+            self.count["dialed_outside_window"] += not phones.window_open(
+                phones.zones(self.phones[oli_id]), clock.instant(self.now, self.tz), config.calling_window_start,
+                config.calling_window_end, self.tz)
+
     def _dial(self, claimed, agent=None):
         scenario = self.scenario
         due = self.callbacks.pop(claimed.oli_id, None)
@@ -338,6 +360,7 @@ class Floor(Pacing, CrmFilings):
         if agent is None:
             self.in_flight[call.form_type] += 1
         self.count["dialed"] += 1
+        self._check_lawful(claimed.oli_id)
         self.bucket()["calls"] += 1
         if agent:
             self._set_state(agent, "ringing")

@@ -46,6 +46,8 @@ def run_result(floor, database):
         "late_filing_share": _share(count["filed_late"], count["contacts"]),
         "callbacks_on_time_share": _share(callbacks["on_time"], callbacks["due"]),
         "penetration": _share(database["dialed"], database["leads"]),
+        "dialed_listed": count["dialed_listed"],
+        "dialed_outside_window": count["dialed_outside_window"] if floor.config.obey_calling_window else None,
         **(_per_skill(floor) if predictive else {}),
     }
     return {

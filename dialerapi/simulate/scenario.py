@@ -82,6 +82,12 @@ class DurationField(fields.Field):
         return None if value is None else value.to_json()
 
 
+# Where leads' phones ring (issue #30): the digits a lead's number starts with, then random digits
+# to its length. IN: Asia/Kolkata; the US ones: New York, Chicago, Los Angeles, Honolulu; AE: Dubai.
+PHONE_ZONES = {"IN": ("919", 12), "US-Eastern": ("12122", 11), "US-Central": ("13122", 11),
+               "US-Pacific": ("14152", 11), "US-Hawaii": ("18082", 11), "AE": ("97150", 12)}
+
+
 def _share():
     return fields.Float(validate=Range(0, 1), allow_nan=False)
 
@@ -103,6 +109,10 @@ class DialerSchema(Schema):
     work_start = fields.Time(format="%H:%M", load_default=time(9, 0))
     work_end = fields.Time(format="%H:%M", load_default=time(18, 0))
     outbound_obey_work_hours = fields.Boolean(load_default=True)
+    # Issue #30: the customer's calling window, in each lead's own zone.
+    obey_calling_window = fields.Boolean(load_default=False)
+    calling_window_start = fields.Time(format="%H:%M", load_default=time(9, 0))
+    calling_window_end = fields.Time(format="%H:%M", load_default=time(21, 0))
 
 
 class ScenarioSchema(Schema):
@@ -135,6 +145,8 @@ class ScenarioSchema(Schema):
     late_filing_minutes = DurationField(load_default=Duration("uniform", 5, 30))
     callback_in_minutes = DurationField(load_default=Duration("uniform", 30, 240))
     pushed_callbacks = _share()
+    listed_share = _share()
+    phone_zones = _weights(PHONE_ZONES)
     form_types = _weights(None)
     skills = fields.Raw(load_default="all")
     claim_retry_seconds = fields.Integer(validate=Range(1, 3600), load_default=30)
@@ -165,11 +177,14 @@ class ScenarioSchema(Schema):
             raise ValidationError("at least one outcome needs a weight", "outcomes")
         if not any(form_types.values()):
             raise ValidationError("at least one form_type needs a weight", "form_types")
+        if not any((data.get("phone_zones") or {"IN": 1}).values()):
+            raise ValidationError("at least one phone zone needs a weight", "phone_zones")
 
     @post_load
     def _scenario(self, data, **kwargs):
         data.setdefault("outcomes", dict(DEFAULT_OUTCOMES))
         data.setdefault("form_types", dict(DEFAULT_FORM_TYPES))
+        data.setdefault("phone_zones", {"IN": 1})
         for name, value in SHARES.items():
             data.setdefault(name, value)
         return Scenario(**data)
@@ -178,7 +193,8 @@ class ScenarioSchema(Schema):
 DEFAULT_OUTCOMES = {"answered": 35, "no_answer": 33, "busy": 10, "congestion": 3, "rejected": 7, "cancelled": 5,
                     "originate_failed": 2}
 DEFAULT_FORM_TYPES = {"home_loan": 1, "credit_card": 1, "health_insurance": 1}
-SHARES = {"files_outcome": 0.85, "during_call": 0.2, "callback_share": 0.45, "pushed_callbacks": 0.05}
+SHARES = {"files_outcome": 0.85, "during_call": 0.2, "callback_share": 0.45, "pushed_callbacks": 0.05,
+          "listed_share": 0.0}
 
 
 @dataclass(frozen=True)
@@ -209,6 +225,8 @@ class Scenario:
     late_filing_minutes: Duration
     callback_in_minutes: Duration
     pushed_callbacks: float
+    listed_share: float
+    phone_zones: dict
     form_types: dict
     skills: object
     claim_retry_seconds: int
