@@ -5,11 +5,12 @@ stores nothing: no reservation, no attempt, no missed activity, no stored reply.
 
 import re
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 import requests
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, aware
 
 RESERVATION = "8d1c2f0e-0000-4000-8000-00000000000a"
 STARTED = "2026-11-21 09:59:30"
@@ -36,6 +37,17 @@ def maintenance(sql):
 
 def nothing_due(sql):
     sql("UPDATE sales_master SET dial_status = 'Received' WHERE oli_id = 'A'")
+
+
+def listed(sql):
+    sql("INSERT INTO dialerapi_dnc (phone, source, added_at) VALUES (919876543210, 'cli', %s)", DEFAULT_NOW)
+
+
+def window_closed(sql):
+    """The calling window obeyed and set to two hours from now in Kolkata, the zone of the leads' phone."""
+    local = aware(DEFAULT_NOW).astimezone(ZoneInfo("Asia/Kolkata"))
+    sql("UPDATE sales_dialer_config SET obey_calling_window = 1, calling_window_start = %s, calling_window_end = %s",
+        (local + timedelta(hours=2)).time(), (local + timedelta(hours=3)).time())
 
 
 def claim(mode, **fields):
@@ -72,7 +84,11 @@ CASES = {
     ("claim", "redial", 409, "lead_in_flight", None): (None, claim("redial", agent_id=501, oli_id="L")),
     ("claim", "redial", 409, "not_claimable", "outbound_blocked"): (agent("outbound_blocked", 1),
                                                                     claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "redial", 409, "not_claimable", "do_not_call"): (listed, claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "redial", 409, "not_claimable", "outside_calling_window"): (window_closed,
+                                                                          claim("redial", agent_id=501, oli_id="B")),
     ("claim", "inbound", 200, "lead", None): (maintenance, claim("inbound", agent_id=501, oli_id="B")),
+    ("claim", "inbound", 409, "not_claimable", "do_not_call"): (listed, claim("inbound", agent_id=501, oli_id="B")),
     ("claim", "inbound", 409, "lead_in_flight", None): (None, claim("inbound", agent_id=501, oli_id="L")),
     ("claim", "inbound", 409, "not_claimable", "ami_busy"): (agent("ami_idle", 0),
                                                              claim("inbound", agent_id=501, oli_id="B")),
