@@ -91,13 +91,15 @@ def refusal(conn, row, now, tz, config, call_type=None):
     DO_NOT_CALL when its phone is listed (inbound: only without dnc_allow_inbound);
     OUTSIDE_CALLING_WINDOW when the window is obeyed and the customer's local time is outside it
     (never for inbound). `row` carries `listed` (the list's answer for its stored phone_e164) when
-    read by the claim's lock queries. Corrects the row's phone_e164, do_not_call and call_zone_id
-    when they disagree with its phone_number.
+    read by the claim's lock queries; it is taken out of the row, which is then a sales_master row
+    again. Corrects the row's phone_e164, do_not_call and call_zone_id when they disagree with its
+    phone_number.
     """
     number = number_of(row["phone_number"], config)
     stored = row.get("phone_e164")
-    if number is not None and stored == number and "listed" in row:
-        listed = bool(row["listed"])
+    stored_listed = row.pop("listed", None)
+    if number is not None and stored == number and stored_listed is not None:
+        listed = bool(stored_listed)
     else:
         listed = number is not None and bool(queries.number_listed(conn, phone=number))
     zone_names = phones.zones(number) if number is not None else ()

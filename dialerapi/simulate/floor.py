@@ -190,13 +190,16 @@ class Floor(Pacing, CrmFilings):
         zone_weights = [scenario.phone_zones[z] for z in zones]
         leads = []
         for n in range(1, scenario.leads + 1):
-            prefix, length = PHONE_ZONES[self.rng.choices(zones, zone_weights)[0]]
-            phone = prefix + "".join(str(self.rng.randint(0, 9)) for _ in range(length - len(prefix)))
+            # Draws only what the scenario asks for, so a seed's campaign without zones or a list is
+            # the one it was before issue #30.
+            zone = self.rng.choices(zones, zone_weights)[0] if len(zones) > 1 else zones[0]
+            prefix, length = PHONE_ZONES[zone]
+            phone = prefix + f"{self.rng.randint(0, 10 ** (length - len(prefix)) - 1):0{length - len(prefix)}d}"
             lead = {"oli_id": f"SIM-{n}", "phone_number": phone,
                     "client_name": f"Sim lead {n}", "form_type": self.rng.choices(form_types, weights)[0],
                     "priority_id": 2}
             self.phones[lead["oli_id"]] = phones.e164(phone, self.config.phone_default_region)
-            if self.rng.random() < scenario.listed_share:
+            if scenario.listed_share and self.rng.random() < scenario.listed_share:
                 self.listed.add(lead["oli_id"])
             if self.rng.random() < scenario.pushed_callbacks:
                 due = clock.after(self.now, timedelta(seconds=SETUP_SECONDS + self.rng.randint(0, 4 * 3600)), self.tz)

@@ -84,7 +84,7 @@ class DurationField(fields.Field):
 
 # Where leads' phones ring (issue #30): the digits a lead's number starts with, then random digits
 # to its length. IN: Asia/Kolkata; the US ones: New York, Chicago, Los Angeles, Honolulu; AE: Dubai.
-PHONE_ZONES = {"IN": ("919", 12), "US-Eastern": ("12122", 11), "US-Central": ("13122", 11),
+PHONE_ZONES = {"IN": ("9", 10), "US-Eastern": ("12122", 11), "US-Central": ("13122", 11),
                "US-Pacific": ("14152", 11), "US-Hawaii": ("18082", 11), "AE": ("97150", 12)}
 
 
