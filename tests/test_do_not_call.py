@@ -229,6 +229,15 @@ def test_an_import_is_all_or_nothing_and_reads_registry_lines(client, auth, run,
     assert claim_all(run) == []
 
 
+def test_an_import_refuses_a_line_too_long_before_reading_it_whole(database_url, tmp_path, sql):
+    """An input is bounded before it costs work: a 1 MB line without a break is refused at 200 characters."""
+    path = tmp_path / "no-breaks.txt"
+    path.write_text("9876543210\n" + "9" * 1_000_000)
+    refused = cli(database_url, "dnc", "import", str(path), now=NOW)
+    assert refused.returncode == 1 and "line 2" in refused.stderr and "nothing was listed" in refused.stderr
+    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_dnc")["n"] == 0
+
+
 def test_a_large_import_runs_in_bounded_memory(database_url, tmp_path, sql):
     """The peak memory of `dnc import` is the same for 20,000 and 200,000 numbers: it reads a batch at a time."""
     def peak_kib(count, prefix):

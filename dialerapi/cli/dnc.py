@@ -78,7 +78,7 @@ def dnc_import(file, region, source):
             raise click.ClickException("the import met a conflict and standard input cannot be read twice: "
                                        "import from a file")
         work.started = True
-        return dnc.import_lines(conn, file, region, source, service_now(), progress)
+        return dnc.import_lines(conn, dnc.bounded_lines(file), region, source, service_now(), progress)
 
     try:
         result = get_db().run(work)

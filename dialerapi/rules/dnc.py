@@ -14,6 +14,8 @@ DND = "dnd"
 BATCH = 5000
 SOURCE_LENGTH = 32
 SIZE_COUNTER = "dnc_numbers"
+# The longest line an import reads: a number with its punctuation and a comment fits many times over.
+LINE_LIMIT = 200
 
 
 class InvalidLine(ValueError):
@@ -59,12 +61,6 @@ def remove(conn, phone_numbers):
     return removed
 
 
-def listed(conn, phone_numbers):
-    """The subset of `phone_numbers` that is listed."""
-    phone_numbers = sorted(set(phone_numbers))
-    return {row["phone"] for row in queries.listed_numbers(conn, phones=phone_numbers)} if phone_numbers else set()
-
-
 def count(conn):
     """How many numbers are listed (kept as the list changes)."""
     return int(queries.counter(conn, name=SIZE_COUNTER))
@@ -79,6 +75,20 @@ def pages(conn, page_size=10000):
         if len(rows) < page_size:
             return
         after = rows[-1]["phone"]
+
+
+def bounded_lines(file, limit=LINE_LIMIT):
+    """The lines of text `file`, each read at most `limit` characters at a time; a longer line raises
+    InvalidLine before more of it is read, so a file without line breaks costs no more memory."""
+    number = 0
+    while True:
+        line = file.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit:
+            raise InvalidLine(number, line[:40] + "...")
+        yield line
 
 
 def import_lines(conn, lines, region, source, now, progress=None, every=100000):
