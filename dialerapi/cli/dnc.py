@@ -7,7 +7,7 @@ import click
 from dialerapi.cli.base import main, service_now
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import dialstate, dnc, phones
+from dialerapi.rules import compliance, dialstate, dnc, phones
 
 
 @main.group("dnc")
@@ -105,3 +105,22 @@ def dnc_export(with_source):
 def dnc_count():
     """How many numbers are listed."""
     click.echo(get_db().run(dnc.count))
+
+
+@dnc_group.command("backfill")
+def dnc_backfill():
+    """Work out the phone facts of every lead no push worked them out for.
+
+    Leads written before migration 0012 (the upgrade) or by an engine's own SQL carry no E.164
+    number, mark or call zone: every claim checks such a lead itself, but the claim indexes cannot
+    leave it out while it is listed or asleep. The service's job does a batch every 10 s; this does
+    them all now, a batch per transaction, with progress on standard error. Live leads wait.
+    """
+    def batch(conn):
+        return compliance.work_out_leads(conn, dialstate.load_config(conn))
+
+    total = 0
+    while done := get_db().run(batch):
+        total += done
+        click.echo(f"worked out {total:,} leads", err=True)
+    click.echo(f"{total:,} leads worked out")

@@ -16,24 +16,29 @@ rows are locked with FOR UPDATE SKIP LOCKED, so two engines claiming at once nev
 lead, and a claim answers None only when nothing it may take is due and unreserved.
 
 No claim reserves a lead whose phone is on the do-not-call list, nor (with obey_calling_window)
-one outside its customer's calling window (rules/compliance.py, issue #30): the candidate query
-leaves them out, and `compliance.refusal` checks the locked row itself. A redial or inbound claim
+one outside its customer's calling window (rules/compliance.py, issue #30): the candidate reads
+leave them out (`_candidates`, at a cost that does not grow with the leads listed or asleep), and
+`compliance.refusal` checks the locked row itself. A redial or inbound claim
 of such a lead raises NotClaimable do_not_call or outside_calling_window. `tz` is DB_TIMEZONE,
 the zone of `now`; it places `now` in the customers' zones.
 """
 
-from collections import Counter
+import threading
 from datetime import timedelta
 
 from dialerapi.plumbing import clock
-from dialerapi.plumbing.db import queries
+from dialerapi.plumbing.db import queries, union_all
 from dialerapi.rules import compliance, dialstate
 from dialerapi.rules.agents import UnknownAgent, with_lists
 
-# Candidates read per claim bucket and form_type in the first window; each later window is
+# Candidates read per form_type (and call zone) in the first window; each later window is
 # WINDOW_GROWTH times larger, until the candidates run out.
 CANDIDATES = 5
 WINDOW_GROWTH = 8
+# {form_type: open zone ids} of the form_types whose due order held too few lawful leads with the
+# calling window obeyed: read zone by zone while those zones are open.
+_by_zone = {}
+_by_zone_lock = threading.Lock()
 MAINTENANCE = "maintenance"
 NO_FREE_AGENT = "no_free_agent"
 
@@ -63,26 +68,72 @@ def lock_agent(conn, agent_id):
     return with_lists(agent)
 
 
-def _candidates(conn, wanted, now, config, max_rows, zone_ids):
+def _candidates(conn, wanted, now, config, max_rows, zones):
     """Unlocked candidate lead ids in claim order, and whether they are all there are.
 
     `wanted`: (form_type, allowed priority_ids) pairs; an empty priority list allows every priority.
-    Bucket by bucket, due-first within a bucket across form_types; at most `max_rows` per bucket
-    and form_type. The second value is True when no bucket of any form_type was cut at `max_rows`.
-    Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry rules 2).
-    `zone_ids`: the call zones open now (compliance.open_zone_ids), None for every zone.
+    Bucket by bucket, due-first within a bucket across form_types and call zones; the first
+    `max_rows` of each form_type at least. The second value is True when no read was cut.
+    Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry
+    rules 2). `zones`: the ids of the call zones open now (compliance.open_zone_ids), None for every zone.
+
+    With the window obeyed, a form_type's due order is read as far as without it, each lead marked
+    lawful or not: where its first due leads are in open zones, that is all it takes. A form_type
+    whose read holds fewer than `max_rows` lawful leads is read zone by zone instead
+    (ix_claim_zone: a closed zone costs nothing, however many of its leads are due), in a second
+    statement, and from the first statement on while the same zones are open (`_by_zone`). So the
+    cost does not grow with the leads asleep.
     """
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
-    rows, cut = [], False
-    for form_type, priorities in wanted:
-        found = list(queries.due_candidates(
-            conn, form_type=form_type, now=now, callbacks_open=callbacks_open, all_priorities=not priorities,
-            priorities=tuple(priorities) or (0,), any_zone=zone_ids is None, zone_ids=zone_ids or (0,),
-            max_rows=max_rows))
-        cut = cut or max_rows in Counter(row["bucket"] for row in found).values()
-        rows.extend(found)
+    common = {form_type: {"form_type": form_type, "now": now, "callbacks_open": callbacks_open,
+                          "all_priorities": not priorities, "priorities": tuple(priorities) or (0,),
+                          "max_rows": max_rows}
+              for form_type, priorities in wanted}
+    if zones is None:
+        reads = [(queries.due_candidates, {**params, "any_zone": True, "zone_ids": (0,)}) for params in common.values()]
+        candidates, complete, _ = _read(conn, reads, max_rows)
+        return _in_claim_order(candidates, now), complete
+    by_zone = [form_type for form_type in common if _by_zone.get(form_type) == zones]
+    heads = [(queries.due_candidates, {**params, "any_zone": False, "zone_ids": zones})
+             for form_type, params in common.items() if form_type not in by_zone]
+    candidates, complete, sparse = _read(conn, heads + _zone_reads(common, by_zone, zones), max_rows)
+    if sparse:
+        with _by_zone_lock:
+            _by_zone.update((form_type, zones) for form_type in sparse)
+        more, more_complete, _ = _read(conn, _zone_reads(common, sparse, zones), max_rows)
+        candidates += more
+        complete = complete and more_complete
+    return _in_claim_order(candidates, now), complete
+
+
+def _zone_reads(common, form_types, zones):
+    return [(queries.due_candidates_in_zone, {**common[form_type], "zone_id": zone_id})
+            for form_type in form_types for zone_id in zones]
+
+
+def _read(conn, reads, max_rows):
+    """Run `reads`, (query, params) pairs, in one statement. Returns their lawful rows, whether no
+    read was cut at its max_rows, and the form_types whose read was cut with fewer than `max_rows`
+    lawful rows (a head mostly asleep: to be read zone by zone)."""
+    rows = union_all(conn, [(query, {**params, "part": number}) for number, (query, params) in enumerate(reads)])
+    found = [[] for _ in reads]
+    for row in rows:
+        found[row["part"]].append(row)
+    candidates, complete, sparse = [], True, []
+    for (_, params), read in zip(reads, found):
+        lawful = [row for row in read if row["lawful"]]
+        cut = len(read) == params["max_rows"]
+        if cut and len(lawful) < max_rows:
+            sparse.append(params["form_type"])
+        else:
+            candidates += lawful
+            complete = complete and not cut
+    return candidates, complete, sparse
+
+
+def _in_claim_order(rows, now):
     rows.sort(key=lambda row: (row["bucket"], row["due"] is not None, row["due"] or now, row["id"]))
-    return [row["id"] for row in rows], not cut
+    return [row["id"] for row in rows]
 
 
 def _lock_first_due(conn, wanted, now, config, tz):
@@ -99,10 +150,10 @@ def _lock_first_due(conn, wanted, now, config, tz):
     again, in case a push added a zone since.
     """
     tried, held = set(), []
-    zone_ids = compliance.open_zone_ids(conn, now, tz, config)
+    zones = compliance.open_zone_ids(conn, now, tz, config)
     max_rows = CANDIDATES
     while True:
-        ids, complete = _candidates(conn, wanted, now, config, max_rows, zone_ids)
+        ids, complete = _candidates(conn, wanted, now, config, max_rows, zones)
         for lead_id in ids:
             if lead_id in tried:
                 continue
@@ -115,9 +166,9 @@ def _lock_first_due(conn, wanted, now, config, tz):
                 return row
         if complete:
             fresh = compliance.open_zone_ids(conn, now, tz, config, reload=True)
-            if fresh == zone_ids:
+            if fresh == zones:
                 break
-            zone_ids, max_rows = fresh, CANDIDATES
+            zones, max_rows = fresh, CANDIDATES
             continue
         max_rows *= WINDOW_GROWTH
     for lead_id in held:

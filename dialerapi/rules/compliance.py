@@ -75,8 +75,9 @@ def _known_zones(conn, reload=False):
 
 
 def open_zone_ids(conn, now, tz, config, reload=False):
-    """The call_zone ids whose window is open at `now` (wall-clock in `tz`), with 0 (not yet worked
-    out: the claim checks such a lead itself); None when the calling window is not obeyed."""
+    """The call_zone ids whose window is open at `now` (wall-clock in `tz`), sorted, with 0 (not yet
+    worked out: the claim checks such a lead itself), by the zones this process knows of (`reload`:
+    read them again first); None when the calling window is not obeyed."""
     if not config.obey_calling_window:
         return None
     moment = clock.instant(now, tz)
@@ -127,6 +128,18 @@ def held_leads(conn, now, tz, config):
         elif config.obey_calling_window and row["call_zone_id"] not in open_ids:
             held[OUTSIDE_CALLING_WINDOW] += row["n"]
     return held
+
+
+def work_out_leads(conn, config, max_rows=2000):
+    """Work out phone_e164, do_not_call and call_zone_id of up to `max_rows` leads no push worked them
+    out for (written before migration 0012, or by an engine's own SQL; live ones wait), as a push
+    would, so the claim indexes leave listed and sleeping ones out. A lead whose phone a push
+    changed meanwhile is left to that push. Returns how many were read; 0 when none is left."""
+    leads = list(queries.leads_not_worked_out(conn, max_rows=max_rows))
+    if leads:
+        queries.set_worked_out_facts(conn, [(*facts, lead["id"], lead["phone_number"])
+                                            for lead, facts in zip(leads, lead_facts(conn, leads, config))])
+    return len(leads)
 
 
 def lead_facts(conn, leads, config):

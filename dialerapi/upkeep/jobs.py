@@ -18,7 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, get_db, queries
-from dialerapi.rules import actions, agents, engine
+from dialerapi.rules import actions, agents, compliance, dialstate, engine
 from dialerapi.upkeep import health
 from dialerapi.upkeep.observability import RESERVATIONS_RELEASED, SWEEPS
 
@@ -28,6 +28,8 @@ scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, 
 
 SWEEP_SECONDS = 60
 BLOCKING_SECONDS = 10
+# Leads no push worked out the phone facts of (issue #30): a batch every tick until none is left.
+PHONE_FACTS_SECONDS = 10
 PRUNE_SECONDS = 3600
 # Outbox rows only need to outlive the 0.5 s tailing interval; an hour leaves room to look at them.
 OUTBOX_KEEP = timedelta(hours=1)
@@ -124,6 +126,19 @@ def blocking_tick(app):
                                  lambda: db.run(agents.refresh_blocking, now, tz))
 
 
+def phone_facts_tick(app):
+    """Work out the phone facts of a batch of leads written before migration 0012 or by an engine's
+    own SQL (compliance.work_out_leads), in one process per tick; returns how many were read."""
+    with app.app_context():
+        db = get_db()
+        now = clock.now(app.config["DB_TIMEZONE"])
+
+        def work_out(conn):
+            return compliance.work_out_leads(conn, dialstate.load_config(conn))
+
+        return run_once_per_tick(db, "phone_facts", PHONE_FACTS_SECONDS, now, lambda: db.run(work_out))
+
+
 def prune_tick(app):
     """Delete outbox rows older than an hour and engine replies older than a day; returns how many went."""
     with app.app_context():
@@ -157,6 +172,10 @@ def init_app(app):
     )
     scheduler.add_job(
         blocking_tick, "interval", seconds=BLOCKING_SECONDS, args=[app], id="blocking", replace_existing=True,
+    )
+    scheduler.add_job(
+        phone_facts_tick, "interval", seconds=PHONE_FACTS_SECONDS, args=[app], id="phone_facts",
+        replace_existing=True,
     )
     scheduler.add_job(
         prune_tick, "interval", seconds=PRUNE_SECONDS, args=[app], id="prune", replace_existing=True,

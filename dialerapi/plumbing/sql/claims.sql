@@ -1,6 +1,6 @@
--- The claim (lead-intake-api.md "Claim and retry rules"). Candidates are read without locks, one
--- form_type at a time, each bucket's branch walking its claim index in due order; the chosen row is
--- then locked with SKIP LOCKED, so two engines never get the same lead.
+-- The claim (lead-intake-api.md "Claim and retry rules"). Candidates are read without locks, in
+-- claim order, from the claim indexes of migration 0013; the chosen row is then locked with SKIP
+-- LOCKED, so two engines never get the same lead.
 
 -- name: lock_agent(agent_id)^
 -- The agent, locked, with their skills and allowed priorities (';'-separated). The subqueries
@@ -14,43 +14,35 @@ FROM sales_agents AS a
 WHERE a.id = :agent_id
 FOR UPDATE;
 
--- name: due_candidates(form_type, now, callbacks_open, all_priorities, priorities, any_zone, zone_ids, max_rows)
--- The first max_rows due leads of one form_type in each claim bucket, in claim order: 1 due
--- Callback (only while callbacks_open), 2 Pending, 3 Abandoned (a NULL next_retry_at is due),
--- 4 Not Connected (next_retry_at due). One round trip instead of one per bucket. Listed phones
--- and, unless any_zone, leads whose calling window is closed (call_zone_id not in zone_ids) are
--- left out inside the claim indexes, whose trailing columns they are (issue #30).
-(SELECT 1 AS bucket, id, callback_scheduled_at AS due FROM sales_master
- WHERE :callbacks_open AND dial_status = 'Callback' AND isReserved = 0 AND form_type = :form_type
-   AND (callback_scheduled_at IS NULL OR callback_scheduled_at <= :now)
-   AND (:all_priorities OR priority_id IN :priorities)
-   AND do_not_call = 0 AND (:any_zone OR call_zone_id IN :zone_ids)
- ORDER BY callback_scheduled_at, id
- LIMIT :max_rows)
-UNION ALL
-(SELECT 2 AS bucket, id, next_retry_at AS due FROM sales_master
- WHERE dial_status = 'Pending' AND isReserved = 0 AND form_type = :form_type
-   AND (next_retry_at <= :now OR next_retry_at IS NULL)
-   AND (:all_priorities OR priority_id IN :priorities)
-   AND do_not_call = 0 AND (:any_zone OR call_zone_id IN :zone_ids)
- ORDER BY next_retry_at, id
- LIMIT :max_rows)
-UNION ALL
-(SELECT 3 AS bucket, id, next_retry_at AS due FROM sales_master
- WHERE dial_status = 'Abandoned' AND isReserved = 0 AND form_type = :form_type
-   AND (next_retry_at <= :now OR next_retry_at IS NULL)
-   AND (:all_priorities OR priority_id IN :priorities)
-   AND do_not_call = 0 AND (:any_zone OR call_zone_id IN :zone_ids)
- ORDER BY next_retry_at, id
- LIMIT :max_rows)
-UNION ALL
-(SELECT 4 AS bucket, id, next_retry_at AS due FROM sales_master
- WHERE dial_status = 'Not Connected' AND isReserved = 0 AND form_type = :form_type
-   AND next_retry_at <= :now
-   AND (:all_priorities OR priority_id IN :priorities)
-   AND do_not_call = 0 AND (:any_zone OR call_zone_id IN :zone_ids)
- ORDER BY next_retry_at, id
- LIMIT :max_rows);
+-- name: due_candidates(part, form_type, now, callbacks_open, all_priorities, priorities, any_zone, zone_ids, max_rows)
+-- The first max_rows leads of one form_type that a claim may take now, in claim order (claim_bucket
+-- 1 due Callback, only while callbacks_open; 2 Pending; 3 Abandoned, a NULL next_retry_at due; 4
+-- Not Connected, next_retry_at due; then claim_due, NULL first, and id), each with `part` (the
+-- caller's number for this read in a UNION ALL) and `lawful` (any_zone, or its call zone is one of
+-- zone_ids: open now). One range read of ix_claim_due (migration 0013; it holds no listed lead),
+-- max_rows index entries at most, however few of them are lawful.
+SELECT :part AS part, claim_bucket AS bucket, id, claim_due AS due, :any_zone OR call_zone_id IN :zone_ids AS lawful
+FROM sales_master FORCE INDEX (ix_claim_due)
+WHERE form_type = :form_type
+  AND ((claim_bucket = 1 AND :callbacks_open AND (claim_due IS NULL OR claim_due <= :now))
+       OR (claim_bucket IN (2, 3) AND (claim_due IS NULL OR claim_due <= :now))
+       OR (claim_bucket = 4 AND claim_due <= :now))
+  AND (:all_priorities OR priority_id IN :priorities)
+ORDER BY claim_bucket, claim_due, id
+LIMIT :max_rows;
+
+-- name: due_candidates_in_zone(part, form_type, zone_id, now, callbacks_open, all_priorities, priorities, max_rows)
+-- due_candidates of one call zone whose window is open, from ix_claim_zone: a zone whose window
+-- is closed costs nothing, however many of its leads are due (issue #30).
+SELECT :part AS part, claim_bucket AS bucket, id, claim_due AS due, 1 AS lawful
+FROM sales_master FORCE INDEX (ix_claim_zone)
+WHERE form_type = :form_type AND call_zone_id = :zone_id
+  AND ((claim_bucket = 1 AND :callbacks_open AND (claim_due IS NULL OR claim_due <= :now))
+       OR (claim_bucket IN (2, 3) AND (claim_due IS NULL OR claim_due <= :now))
+       OR (claim_bucket = 4 AND claim_due <= :now))
+  AND (:all_priorities OR priority_id IN :priorities)
+ORDER BY claim_bucket, claim_due, id
+LIMIT :max_rows;
 
 -- name: lock_unreserved(id)^
 -- With `listed`: whether its stored phone_e164 is on the do-not-call list, in the same round trip.

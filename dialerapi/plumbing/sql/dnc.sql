@@ -74,3 +74,17 @@ SELECT id FROM dialerapi_call_zones WHERE zones_key = :zones_key;
 -- pushed by the previous release, or written by an engine's own SQL).
 UPDATE sales_master SET phone_e164 = :phone_e164, do_not_call = :do_not_call, call_zone_id = :call_zone_id
 WHERE id = :id;
+
+-- name: leads_not_worked_out(max_rows)
+-- Leads whose phone facts no push worked out (call_zone_id 0: written before migration 0012, or
+-- by an engine's own SQL), except live ones, in id order through ix_sales_master_phone_e164.
+SELECT id, phone_number FROM sales_master
+WHERE phone_e164 IS NULL AND call_zone_id = 0 AND NOT (dial_status = 'Calling' AND isReserved = 1)
+ORDER BY id
+LIMIT :max_rows;
+
+-- name: set_worked_out_facts*!
+-- phone_e164, do_not_call, call_zone_id of a lead, unless a push changed its phone or worked it
+-- out since it was read, or it went live.
+UPDATE sales_master SET phone_e164 = %s, do_not_call = %s, call_zone_id = %s
+WHERE id = %s AND phone_number = %s AND call_zone_id = 0 AND NOT (dial_status = 'Calling' AND isReserved = 1);

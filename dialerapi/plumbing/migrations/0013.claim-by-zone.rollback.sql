@@ -1,0 +1,1 @@
+ALTER TABLE sales_master DROP KEY ix_claim_zone, DROP KEY ix_claim_due, DROP COLUMN claim_due, DROP COLUMN claim_bucket;
