@@ -128,7 +128,6 @@ def claim_at(app, moment):
     return (row and row["oli_id"]), reads
 
 
-@pytest.mark.clock
 def test_a_thousand_leads_of_a_closed_zone_due_first_cost_the_claim_nothing(app, crowd):
     """Noon in Kolkata is 01:30 in New York: the claim reads the open zones' first leads, never the
     thousand sleeping ones ahead of them in due order (the candidate read of 0012 read every one)."""
@@ -140,7 +139,6 @@ def test_a_thousand_leads_of_a_closed_zone_due_first_cost_the_claim_nothing(app,
     assert got is None and reads < 200, reads
 
 
-@pytest.mark.clock
 def test_a_thousand_listed_leads_due_first_cost_the_claim_nothing(app, crowd, run):
     run(dnc.add, [12125550000 + n for n in range(AHEAD)], "cli", NOW)
     ten_in_new_york = datetime(2026, 11, 23, 10, 0, tzinfo=ZoneInfo("America/New_York"))
@@ -149,7 +147,6 @@ def test_a_thousand_listed_leads_due_first_cost_the_claim_nothing(app, crowd, ru
     assert reads < 200, reads
 
 
-@pytest.mark.clock
 def test_leads_of_several_open_zones_are_claimed_in_due_order(client, auth, floor_agent, sql, run):
     """At 15:10 UTC Kolkata (20:40), New York (10:10) and Chicago (09:10) are open, Los Angeles is not:
     the first claim finds a sleeping lead first in due order and reads home_loan zone by zone from
@@ -174,7 +171,6 @@ def test_leads_of_several_open_zones_are_claimed_in_due_order(client, auth, floo
     assert list(claims._by_zone) == ["home_loan"]
 
 
-@pytest.mark.clock
 def test_a_form_type_read_zone_by_zone_and_one_read_in_due_order_share_a_statement(app, crowd, client, auth, sql,
                                                                                     floor_agent):
     """home_loan's due order is a thousand sleeping New York leads, then its Kolkata one; car_loan's is
