@@ -9,6 +9,8 @@ dialstate.is_due for every status, reservation, mark and due time an engine coul
 """
 
 import itertools
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -187,3 +189,37 @@ def test_a_form_type_read_zone_by_zone_and_one_read_in_due_order_share_a_stateme
     assert [oli_id for oli_id, _ in got] == ["CAR-0", "CAR-1", "CAR-2", "IN", None]
     assert list(claims._by_zone) == ["home_loan"]
     assert max(reads for _, reads in got) < 200, got
+
+
+def test_sixteen_claimers_at_once_take_every_open_zone_lead_once_and_no_sleeping_one(app, client, auth, floor_agent,
+                                                                                   sql):
+    """16 agents released at once, the window obeyed at noon in Kolkata (01:30 in New York), 40
+    Kolkata and 40 New York leads due, the New York ones first: every Kolkata lead is claimed exactly
+    once, no New York one is, and no claimer was told "nothing" while a Kolkata lead was left."""
+    for agent_id in range(501, 517):
+        floor_agent(agent_id)
+    sql("UPDATE sales_dialer_config SET obey_calling_window = 1")
+    clock.set_utc_source(lambda: datetime(2026, 11, 21, 12, 0, tzinfo=UTC))
+    leads = [{"oli_id": f"{zone}-{n:02d}", "phone_number": phone.format(n), "client_name": "Customer",
+              "form_type": "home_loan", "priority_id": 2}
+             for zone, phone in (("IN", "+91 98765 100{:02d}"), ("NY", "+1 212 555 01{:02d}")) for n in range(40)]
+    assert client.post("/api/leads", json={"leads": leads}, headers=auth).status_code == 201
+    sql("UPDATE sales_master SET dial_status = 'Not Connected', next_retry_at = IF(oli_id LIKE 'NY-%%',"
+        " '2026-01-01 00:00:00', '2026-06-01 00:00:00')")
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=ZoneInfo("Asia/Kolkata")).astimezone(TZ).replace(tzinfo=None)
+    gate = threading.Barrier(16)
+
+    def claimer(agent_id):
+        with app.app_context():
+            db = get_db()
+            gate.wait()
+            got = []
+            while (row := db.run(claims.claim_next, agent_id, now, tz=TZ)) is not None:
+                got.append(row["oli_id"])
+            return got
+
+    with ThreadPoolExecutor(16) as pool:
+        claimed = [oli_id for got in pool.map(claimer, range(501, 517)) for oli_id in got]
+    assert sorted(claimed) == [f"IN-{n:02d}" for n in range(40)]
+    reserved = sql("SELECT oli_id FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1 ORDER BY oli_id")
+    assert [row["oli_id"] for row in reserved] == [f"IN-{n:02d}" for n in range(40)]
