@@ -20,7 +20,7 @@ import pytest
 from conftest import TZ
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import claims, compliance, dialstate, dnc
+from dialerapi.rules import claims, dialstate, dnc
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 STATUSES = ("Pending", "Callback", "Calling", "Received", "Not Connected", "Disposed", "Rejected", "Abandoned")
