@@ -45,7 +45,7 @@ DATA_TABLES = (
     "sales_master", "sales_pending_actions", "sales_call_attempts", "sales_agents", "sales_agent_skills",
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
     "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox", "dialerapi_engine_replies",
-    "dialerapi_socket_hosts", "dialerapi_dnc", "dialerapi_call_zones", "dialerapi_counters",
+    "dialerapi_socket_hosts", "dialerapi_dnc", "dialerapi_call_zones", "dialerapi_counters", "dialerapi_abandon_counts",
 )
 
 

@@ -50,6 +50,12 @@ def window_closed(sql):
         (local + timedelta(hours=2)).time(), (local + timedelta(hours=3)).time())
 
 
+def over_abandon_limit(sql):
+    """home_loan's abandon rate today 3 of 50 answered (6%): over the 3% limit (issue #37)."""
+    sql("INSERT INTO dialerapi_abandon_counts (grain, form_type, starts_at, node, calls, answered, abandoned)"
+        " VALUES ('d', 'home_loan', %s, 'db:3306', 80, 50, 3)", DEFAULT_NOW.replace(hour=0, minute=0))
+
+
 def claim(mode, **fields):
     return {"mode": mode, "request_id": f"t-{mode}", **fields}
 
@@ -76,6 +82,8 @@ CASES = {
     ("claim", "predictive", 200, "null", None): (nothing_due, claim("predictive")),
     ("claim", "predictive", 409, "maintenance", None): (maintenance, claim("predictive")),
     ("claim", "predictive", 409, "not_claimable", "no_free_agent"): (agent("ami_idle", 0), claim("predictive")),
+    ("claim", "predictive", 409, "not_claimable", "abandon_limit"): (over_abandon_limit,
+                                                                     claim("predictive", form_type="home_loan")),
     ("claim", "predictive", 400, "validation_failed", None): (None, claim("predictive", agent_id=501)),
     ("claim", "redial", 200, "lead", None): (None, claim("redial", agent_id=501, oli_id="B")),
     ("claim", "redial", 404, "unknown_agent", None): (None, claim("redial", agent_id=999, oli_id="B")),
@@ -167,6 +175,8 @@ def test_each_row_of_the_answer_table_through_gunicorn(live_server, sql, new_lea
     expected = {"ok": False, "error": answer, **({"reason": reason} if reason else {})}
     if answer == "validation_failed":
         assert got["error"] == answer and got["details"]
+    elif reason == "abandon_limit":  # with the figures that held it (tests/test_abandons.py checks them)
+        assert got.pop("abandons")[0]["windows"]["today"]["rate"] == 0.06 and got == expected
     else:
         assert got == expected
     assert snapshot(sql) == before, "a refusal stores nothing"

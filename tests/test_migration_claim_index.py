@@ -64,7 +64,7 @@ def test_0013_on_a_populated_floor_keeps_every_lead_and_the_previous_release_ser
         columns_before = list(cur.fetchone())
         before = candidates_0012(cur)
     conn.commit()
-    assert migrate.pending(url) == ["0013.claim-by-zone"]
+    assert migrate.pending(url)[0] == "0013.claim-by-zone"
     migrate.upgrade(url)
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) AS n FROM sales_master")

@@ -11,12 +11,14 @@
     dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
     dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
     dialerapi dnc add|remove|import|export|count   the do-not-call list
-    dialerapi floor          the floor per form_type for a pacing engine (agents by state, calls, leads due)
+    dialerapi floor          the floor per form_type for a pacing engine (agents by state, calls, leads due, abandons)
+    dialerapi config show|set   the abandon settings (limit, period, minimum answered, connect seconds, enforcement)
+    dialerapi report abandons --from DAY --to DAY   the abandon rate's compliance record per day and form_type
     dialerapi simulate       play a campaign on a virtual clock in its own schema; figures with intervals
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)
 """
 
-from dialerapi.cli import agents, calls, db, dnc, simulate  # noqa: F401 - each module adds its commands to main
+from dialerapi.cli import agents, calls, config, db, dnc, report, simulate  # noqa: F401 - each module adds its commands to main
 from dialerapi.cli.base import main
 
 __all__ = ["main"]

@@ -11,12 +11,51 @@ class DetailSchema(Schema):
     message = fields.String(required=True, metadata={"example": "must be 10-15 digits after removing spaces and punctuation"})
 
 
+class AbandonWindowSchema(Schema):
+    answered = fields.Integer(required=True, metadata={"description": "Settles with outcome answered or abandoned"})
+    abandoned = fields.Integer(required=True, metadata={
+        "description": "Settles with outcome abandoned, plus answered calls connected to an agent late"})
+    late_connects = fields.Integer(required=True, metadata={
+        "description": "Answered calls whose agent came more than abandon_connect_seconds after the answer"})
+    rate = fields.Float(required=True, metadata={"example": 0.0125, "description": "abandoned / answered; 0 with none"})
+
+
+class AbandonWindowsSchema(Schema):
+    class Meta:
+        # "15m" is not a Python name.
+        include = {"15m": fields.Nested(AbandonWindowSchema, metadata={
+            "description": "The current minute and the 14 before it (absent from a 409's figures)"})}
+
+    today = fields.Nested(AbandonWindowSchema, required=True, metadata={"description": "The floor's day, DB_TIMEZONE"})
+    period = fields.Nested(AbandonWindowSchema, required=True, metadata={
+        "description": "abandon_period: 24h (the last 1,440 minutes) or 30d (today and the 29 days before)"})
+
+
+class AbandonsSchema(Schema):
+    form_type = fields.String(metadata={"description": "In a 409's figures only"})
+    limit = fields.Float(required=True, metadata={"example": 0.03})
+    period = fields.String(required=True, validate=OneOf(["24h", "30d"]))
+    min_answered = fields.Integer(required=True, metadata={
+        "description": "Below this many answered in a window, the limit is not enforced on it"})
+    enforced = fields.Boolean(required=True, metadata={"description": "enforce_abandon_limit"})
+    pending = fields.Integer(required=True, metadata={
+        "description": "Live predictive calls no agent has taken yet (ringing or holding): the limit's check "
+                       "counts them as answered abandons until one does"})
+    over_limit = fields.Boolean(required=True, metadata={
+        "description": "today or period is at or over the limit (pending calls counted as abandons) with "
+                       "min_answered answered: predictive claims of this form_type answer 409 not_claimable "
+                       "abandon_limit while enforced"})
+    windows = fields.Nested(AbandonWindowsSchema, required=True)
+
+
 class ErrorSchema(Schema):
     ok = fields.Boolean(required=True, metadata={"enum": [False]})
     error = fields.String(required=True, metadata={"example": "validation_failed"})
     details = fields.List(fields.Nested(DetailSchema), metadata={"description": "Only on 400 validation_failed"})
     reason = fields.String(metadata={"description": "On 409 not_claimable: why the agent or lead cannot take it; on 401 "
                                                     "for a bad agent token: token_expired or invalid_token"})
+    abandons = fields.List(fields.Nested(AbandonsSchema), metadata={
+        "description": "On 409 not_claimable abandon_limit: the figures of each form_type held back (issue #37)"})
 
 
 class PushResultSchema(Schema):
@@ -228,6 +267,8 @@ class FloorFormTypeSchema(Schema):
     calls = fields.Nested(FloorCallsSchema, required=True)
     leads_due = fields.Integer(required=True, metadata={"description": "Due, unreserved leads, at most leads_due_cap"})
     leads_due_capped = fields.Boolean(required=True, metadata={"description": "At least leads_due_cap are due"})
+    abandons = fields.Nested(AbandonsSchema, required=True, metadata={
+        "description": "The abandon rate per window and the limit (issue #37, README \"Abandon rate\")"})
 
 
 class EngineFloorResponseSchema(Schema):
@@ -235,6 +276,8 @@ class EngineFloorResponseSchema(Schema):
     at = fields.String(required=True, metadata={"example": "2026-11-21 10:00:05"})
     maintenance = fields.Boolean(required=True)
     leads_due_cap = fields.Integer(required=True, metadata={"example": 100})
+    floor_abandons = fields.Nested(AbandonWindowsSchema, required=True, metadata={
+        "description": "The abandon windows summed over the form_types answered (issue #37)"})
     form_types = fields.List(fields.Nested(FloorFormTypeSchema), required=True)
 
 

@@ -12,7 +12,7 @@ import re
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import catalog, dialstate
+from dialerapi.rules import abandons, catalog, dialstate
 from dialerapi.rules.dialstate import UnknownAgent  # noqa: F401 - agents.UnknownAgent, where callers look for it
 from dialerapi.rules.events import notify
 
@@ -100,13 +100,15 @@ def open_missed_activity(conn, oli_id, agent_id, now, tz, call_type="outbound"):
     connected_at is `now` (wall-clock in `tz`); ended_at and due_at stay NULL while the call is
     live, and settle sets them. Only a live lead (Calling + reserved) has a call to connect: an
     activity opened on any other would never be ended by a settle and would block the agent for a
-    call that never happened. Returns the new row's id. Raises dialstate.UnknownLead, UnknownAgent,
-    dialstate.NotLive.
+    call that never happened. The first of a reservation is when an agent took the call
+    (abandons.mark_agent_connected, issue #37). Returns the new row's id. Raises
+    dialstate.UnknownLead, UnknownAgent, dialstate.NotLive.
     """
     lead = dialstate.lock_lead(conn, oli_id)
     agent = find_agent(conn, agent_id=agent_id)
     if not dialstate.is_live(lead):
         raise dialstate.NotLive(oli_id)
+    abandons.mark_agent_connected(conn, lead, now)
     queries.insert_missed_activity(
         conn, agent_id=agent_id, lead_id=lead["id"], oli_id=oli_id, call_type=call_type,
         extension=agent["extension"], connected_at=now, connected_at_utc=clock.to_utc(now, tz),

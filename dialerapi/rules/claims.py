@@ -28,7 +28,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries, union_all
-from dialerapi.rules import compliance, dialstate
+from dialerapi.rules import abandons, compliance, dialstate
 from dialerapi.rules.agents import UnknownAgent, with_lists
 
 # Candidates read per form_type (and call zone) in the first window; each later window is
@@ -49,12 +49,15 @@ class NotClaimable(Exception):
     maintenance (isMaintainance = 1, HTTP 409 `maintenance`); lead_in_flight (a named lead is live,
     HTTP 409 `lead_in_flight`); the agent's unavailable reason (panel_inactive, paused, ami_busy,
     wrap_up, outbound_blocked), no_free_agent for a predictive claim, or for a named lead
-    do_not_call and outside_calling_window (HTTP 409 `not_claimable`).
+    do_not_call and outside_calling_window, and abandon_limit for a predictive claim whose
+    form_types are all over the abandon limit (HTTP 409 `not_claimable`; `figures` holds
+    {"abandons": [summary of each form_type]}, rules.abandons).
     """
 
-    def __init__(self, reason):
+    def __init__(self, reason, **figures):
         super().__init__(reason)
         self.reason = reason
+        self.figures = figures
 
 
 def lock_agent(conn, agent_id):
@@ -218,8 +221,10 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
     that no free agent could take. None only when no such lead is due and unreserved. `ahead`
     (dial ahead): agents on a call or in wrap-up count as free too, so a pacing rule can dial
     before an agent comes free (the customer holds until `bridge` finds one); paused,
-    outbound-blocked and panel-inactive agents never count. Raises NotClaimable with reason
-    maintenance or no_free_agent.
+    outbound-blocked and panel-inactive agents never count. A form_type whose abandon rate is at or
+    over the limit today or over the legal period (abandons.over_limit_form_types, issue #37) is
+    left out while enforce_abandon_limit is on. Raises NotClaimable with reason maintenance,
+    no_free_agent, or abandon_limit when every form_type it could dial is over the limit.
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance:
@@ -227,9 +232,16 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
     wanted = free_skills(conn, now, ahead=ahead, form_type=form_type)
     if not wanted:
         raise NotClaimable(NO_FREE_AGENT)
+    held = abandons.over_limit_form_types(conn, [skill for skill, _ in wanted], now, config)
+    if held:
+        wanted = [(skill, priorities) for skill, priorities in wanted if skill not in held]
+        if not wanted:
+            raise NotClaimable(abandons.ABANDON_LIMIT,
+                               abandons=[{"form_type": name, **summary} for name, summary in sorted(held.items())])
     row = _lock_first_due(conn, wanted, now, config, _zone(tz, config))
     if row is None:
         return None
+    abandons.mark_predictive(conn, row)
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
 
 
@@ -257,6 +269,7 @@ def _free_agents(conn, now):
 def bridge(conn, oli_id, now):
     """Predictive: the customer of a live lead answered; pick a free agent with the lead's skill and priority.
 
+    The first bridge of a reservation is when the customer answered (abandons.mark_answered).
     Returns the agent id (the agent is marked AMI-busy so no other call is bridged to them), or
     None when nobody matching is free: the call holds. Raises dialstate.UnknownLead, and
     dialstate.NotLive when the lead is not on a call.
@@ -264,6 +277,7 @@ def bridge(conn, oli_id, now):
     lead = dialstate.lock_lead(conn, oli_id)
     if not dialstate.is_live(lead):
         raise dialstate.NotLive(oli_id)
+    abandons.mark_answered(conn, lead, now)
     for agent in _free_agents(conn, now):
         if lead["form_type"] not in agent["skills"]:
             continue

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
+from dialerapi.rules import abandons
 from dialerapi.rules.events import notify
 from dialerapi.rules.states import (  # noqa: F401 - the vocabulary, reachable as dialstate.NAME
     ABANDONED,
@@ -104,9 +105,11 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
            hangup_by=None, hangup_cause=None, started_at=None, reservation_id=None):
     """Settle a hangup reported by the dialing engine (decisions.md D6), in the caller's transaction.
 
-    Locks the master row; records the call attempt in sales_call_attempts; applies the hangup
-    transition (`hangup_changes`); ends the reservation; ends the agent's open missed activity for
-    the lead and applies the latest held CRM action (`end_call`). `now` and `started_at` are
+    Locks the master row; records the call attempt in sales_call_attempts, with the form_type it
+    was dialed in, when the customer answered and when an agent was connected (issue #37); applies
+    the hangup transition (`hangup_changes`); ends the reservation; ends the agent's open missed
+    activity for the lead and applies the latest held CRM action (`end_call`); last, counts the
+    call in its form_type's abandon counts (abandons.count). `now` and `started_at` are
     wall-clock datetimes in `tz` (DB_TIMEZONE). `reservation_id`, when given, must be the lead's
     current reservation (the one its claim answered), so a settle that comes after its reservation
     was released cannot settle a later call of the same lead.
@@ -123,16 +126,22 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
         raise UnknownAgent(agent_id)
     check_reservation(row, reservation_id)
     config = load_config(conn)
+    answered_at, connected_at = abandons.call_moments(row)
+    verdict = abandons.judge(outcome, answered_at, connected_at, tz, config)
     queries.insert_call_attempt(
         conn, lead_id=row["id"], oli_id=oli_id, agent_id=agent_id, call_type=call_type,
         started_at=started_at, ended_at=now, result=OUTCOMES[outcome][1], hangup_by=hangup_by,
-        hangup_cause=hangup_cause,
+        hangup_cause=hangup_cause, form_type=row["form_type"], reservation_id=row["reservation_id"],
+        answered_at=answered_at, agent_connected_at=connected_at, connect_seconds=verdict["connect_seconds"],
+        late_connect=None if verdict["connect_seconds"] is None else int(verdict["late_connect"]),
     )
     changes = hangup_changes(
         row, outcome, now, config, tz, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
         started_at=started_at, release_retry_ms=release_retry_ms,
     )
-    return end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes, agent_id=agent_id)
+    result = end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes, agent_id=agent_id)
+    abandons.count(conn, row["form_type"], now, verdict)
+    return result
 
 
 def check_reservation(row, reservation_id=None):
@@ -153,6 +162,7 @@ def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=Non
     queues the agents' events; then applies the latest held CRM action of the oli_id, which wins.
     Returns {"lead": the row as it now stands, "pending": the action applied or None}.
     """
+    abandons.end_of_call(conn, row)
     row = write_lead(conn, row, changes, now)
     grace = timedelta(minutes=grace_minutes)
     ended_at_utc = clock.to_utc(now, tz)

@@ -7,7 +7,7 @@ form_type); this is what it paces on. Read in one snapshot (plumbing.db.Database
 """
 
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import dialstate
+from dialerapi.rules import abandons, dialstate
 
 # Due leads are counted up to this many per form_type: enough to pace on, and a bounded index read
 # (at most this many entries per claim bucket) on a table of any size.
@@ -26,7 +26,10 @@ def floor_state(conn, now, form_type=None):
     several skills counts under each), "calls": {reserved, connected, not_connected} (live
     reservations; connected: call-connected reported; not_connected: ringing, or answered and
     waiting for a bridge), "leads_due": due and unreserved leads up to DUE_CAP, "leads_due_capped":
-    true when there are at least DUE_CAP}, ...]} in form_type order. A form_type no agent has
+    true when there are at least DUE_CAP, "abandons": {"limit", "period", "min_answered", "enforced",
+    "pending", "over_limit", "windows": {"15m", "today", "period"}: {answered, abandoned, late_connects, rate}}
+    (rules.abandons.summary, issue #37)}, ...]} in form_type order; "floor_abandons": the same
+    windows summed over those form_types (zeros with none). A form_type no agent has
     appears only when asked for by name (its agents all 0). Due callbacks count only inside the
     work window when outbound_obey_work_hours = 1, as the claim takes them.
     """
@@ -39,8 +42,10 @@ def floor_state(conn, now, form_type=None):
     calls = {row["form_type"]: row for row in queries.floor_calls(conn)}
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
     report = []
-    for row in queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
-                                  probe=DUE_CAP - 1):
+    due_counts = list(queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
+                                         probe=DUE_CAP - 1))
+    rates, pending = abandons.windows(conn, [row["form_type"] for row in due_counts], now, config)
+    for row in due_counts:
         name = row["form_type"]
         reserved = int(calls[name]["reserved"]) if name in calls else 0
         connected = int(calls[name]["connected"]) if name in calls else 0
@@ -49,5 +54,7 @@ def floor_state(conn, now, form_type=None):
             "form_type": name, "agents": groups.get(name, dict.fromkeys(STATES.values(), 0)),
             "calls": {"reserved": reserved, "connected": connected, "not_connected": reserved - connected},
             "leads_due": min(due, DUE_CAP), "leads_due_capped": due >= DUE_CAP,
+            "abandons": abandons.summary(rates[name], pending[name], config),
         })
-    return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP, "form_types": report}
+    return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP,
+            "floor_abandons": abandons.floor_total(rates.values()), "form_types": report}

@@ -94,6 +94,13 @@ class DialerConfig:
     phone_default_region: str = "IN"
     dnd_reasons: tuple = ("dnd",)
     dnc_allow_inbound: bool = False
+    # Issue #37: the abandon rate's limit and how it is counted (rules.abandons). The push reads
+    # the config without them (get_push_context) and gets these defaults, which it never uses.
+    enforce_abandon_limit: bool = True
+    abandon_limit: float = 0.03
+    abandon_period: str = "30d"
+    abandon_min_answered: int = 50
+    abandon_connect_seconds: int = 2
 
 
 def _time_of_day(value):
@@ -115,6 +122,11 @@ def missing_config():
     return LookupError("sales_dialer_config has no row with id = 1: run `dialerapi db upgrade`")
 
 
+# The abandon settings of sales_dialer_config (migration 0014) and their Python types.
+ABANDON_SETTINGS = {"enforce_abandon_limit": bool, "abandon_limit": float, "abandon_period": str,
+                    "abandon_min_answered": int, "abandon_connect_seconds": int}
+
+
 def config_from_row(row):
     """A DialerConfig from a row holding the columns of sales_dialer_config."""
     return DialerConfig(
@@ -132,7 +144,9 @@ def config_from_row(row):
         phone_default_region=str(row["phone_default_region"]).strip().upper(),
         dnd_reasons=tuple(r.strip().lower() for r in str(row["dnd_reasons"]).split(",") if r.strip()),
         dnc_allow_inbound=bool(row["dnc_allow_inbound"]),
+        **{name: kind(row[name]) for name, kind in ABANDON_SETTINGS.items() if name in row},
     )
+
 
 
 def is_live(row):

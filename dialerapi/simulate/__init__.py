@@ -17,7 +17,7 @@ from dataclasses import replace
 from dialerapi import create_app
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import dialstate
+from dialerapi.rules import abandons, dialstate
 from dialerapi.simulate.floor import Floor
 from dialerapi.simulate.report import combine, run_result
 from dialerapi.simulate.sandbox import SandboxError, sandbox
@@ -43,21 +43,24 @@ def run(database_url, scenario, *, keep=False):
         ACCESS_LOG.setLevel(logging.WARNING)  # a line per simulated request would bury the summary
         try:
             floor.play()
-            return run_result(floor, floor.db.run(_database_counts, floor.now))
+            return run_result(floor, floor.db.run(_database_counts, floor.now, scenario.start_date))
         finally:
             clock.set_utc_source(previous)
             ACCESS_LOG.setLevel(access_level)
             floor.db.close()
 
 
-def _database_counts(conn, now):
+def _database_counts(conn, now, first_day):
     state = queries.sim_hour_state(conn, now=now)
+    # The service's own abandon figures per day and form_type (issue #37): what it counted at settle.
+    service_days = abandons.report(conn, first_day, now.date(), dialstate.load_config(conn))["days"]
     return {
         "final_status": {row["status"]: int(row["n"]) for row in
                          queries.sim_status_counts(conn, max_tries_remark=dialstate.MAX_TRIES_REMARK)},
         "tries_per_lead": {int(row["tries"]): int(row["n"]) for row in queries.sim_call_counts(conn)},
         "calls_per_lead": {int(row["calls"]): int(row["n"]) for row in queries.sim_calls_per_lead(conn)},
         "dialed": int(state["dialed"]), "leads": int(state["leads"]),
+        "service_abandons": [row for row in service_days if row["form_type"] != "*"],
     }
 
 

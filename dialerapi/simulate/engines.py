@@ -7,7 +7,7 @@ Both answer the floor (floor.py) in the same shapes: `claim`/`claim_predictive` 
 from dataclasses import dataclass
 
 from dialerapi.plumbing import clock
-from dialerapi.rules import agents, claims, dialstate
+from dialerapi.rules import agents, claims, dialstate, floor
 
 
 @dataclass
@@ -51,6 +51,11 @@ class LibraryEngine:
 
     def bridge(self, oli_id):
         return self.db.run(claims.bridge, oli_id, self.floor.now)
+
+    def abandons(self):
+        """{form_type: the floor state's abandons summary} (rules.floor, issue #37)."""
+        state = self.db.run_snapshot(floor.floor_state, self.floor.now)
+        return {group["form_type"]: group["abandons"] for group in state["form_types"]}
 
     def connected(self, oli_id, agent_id):
         self.db.run(agents.open_missed_activity, oli_id, agent_id, self.floor.now, self.floor.tz)
@@ -100,6 +105,11 @@ class HttpEngine:
 
     def bridge(self, oli_id):
         return self._post("bridge", {"oli_id": oli_id})["agent_id"]
+
+    def abandons(self):
+        self.requests += 1
+        state = self.floor.http("/engine/floor", {}, expect=(200,), headers=self.headers).get_json()
+        return {group["form_type"]: group["abandons"] for group in state["form_types"]}
 
     def connected(self, oli_id, agent_id):
         self._post("call-connected", {"oli_id": oli_id, "agent_id": agent_id})

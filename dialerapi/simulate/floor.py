@@ -382,7 +382,7 @@ class Floor(Pacing, CrmFilings):
         self.queue.append(call)
         if self.scenario.patience_seconds is not None:
             self.at(self.t + self.scenario.patience_seconds.sample(self.rng), self._abandon, call, call.token)
-        self._bridge_waiting()
+        self._bridge_waiting(answered=call)
 
     def _connect(self, call):
         """The customer is through to the call's agent: talk, and decide when the outcome is filed."""

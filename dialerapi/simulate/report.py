@@ -48,7 +48,7 @@ def run_result(floor, database):
         "penetration": _share(database["dialed"], database["leads"]),
         "dialed_listed": count["dialed_listed"],
         "dialed_outside_window": count["dialed_outside_window"] if floor.config.obey_calling_window else None,
-        **(_per_skill(floor) if predictive else {}),
+        **(_per_skill(floor, database) if predictive else {}),
     }
     return {
         "seed": floor.scenario.seed,
@@ -69,10 +69,13 @@ def run_result(floor, database):
     }
 
 
-def _per_skill(floor):
+def _per_skill(floor, database):
     """Predictive, per form_type (issue #29): `abandon_rate[T]` (abandoned over answered) and
     `days_over_target[T]`, the share of the run's days on which that group's abandon rate was over
-    target_abandon (a day with no answered call of T is not over)."""
+    target_abandon (a day with no answered call of T is not over). And the service's own count
+    (issue #37: outcome abandoned plus late connects, rules.abandons): `service_abandon_rate[T]`
+    over the run and `service_days_over_target[T]`, and `predictive_held[T]`, the pacing rounds the
+    abandon limit refused."""
     figures = {}
     days = range(len(floor.days))
     for group in floor.groups:
@@ -81,6 +84,13 @@ def _per_skill(floor):
     for group in floor.groups:
         over = sum(1 for day in days if _over(floor.day_count[(day, group)], floor.scenario.target_abandon))
         figures[f"days_over_target[{group}]"] = _share(over, len(floor.days))
+    for group in floor.groups:
+        service = [row for row in database["service_abandons"] if row["form_type"] == group]
+        answered = sum(row["answered"] for row in service)
+        figures[f"service_abandon_rate[{group}]"] = _share(sum(row["abandoned"] for row in service), answered)
+        over = sum(1 for row in service if _over(row, floor.scenario.target_abandon))
+        figures[f"service_days_over_target[{group}]"] = _share(over, len(floor.days))
+        figures[f"predictive_held[{group}]"] = floor.count[f"held[{group}]"]
     return figures
 
 
@@ -89,7 +99,8 @@ def _over(day, target):
 
 
 def _is_share(name):
-    return name in SHARES or name.startswith(("abandon_rate[", "days_over_target["))
+    return name in SHARES or name.startswith(("abandon_rate[", "days_over_target[", "service_abandon_rate[",
+                                              "service_days_over_target["))
 
 
 def _hour_row(row):

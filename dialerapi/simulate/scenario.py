@@ -113,6 +113,14 @@ class DialerSchema(Schema):
     obey_calling_window = fields.Boolean(load_default=False)
     calling_window_start = fields.Time(format="%H:%M", load_default=time(9, 0))
     calling_window_end = fields.Time(format="%H:%M", load_default=time(21, 0))
+    # Issue #37: the abandon limit the service holds predictive claims to. Off by default here, so a
+    # scenario plays what its pacing rule alone does (and theory holds it to Erlang-A); on, a group
+    # refused with abandon_limit dials progressively until the refusals stop.
+    enforce_abandon_limit = fields.Boolean(load_default=False)
+    abandon_limit = fields.Float(validate=Range(0.0001, 0.2), load_default=0.03)
+    abandon_period = fields.String(validate=OneOf(("24h", "30d")), load_default="30d")
+    abandon_min_answered = fields.Integer(validate=Range(0, 1_000_000), load_default=50)
+    abandon_connect_seconds = fields.Integer(validate=Range(1, 30), load_default=2)
 
 
 class ScenarioSchema(Schema):

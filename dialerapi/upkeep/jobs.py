@@ -18,7 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, get_db, queries
-from dialerapi.rules import actions, agents, compliance, dialstate, engine
+from dialerapi.rules import abandons, actions, agents, compliance, dialstate, engine
 from dialerapi.upkeep import health
 from dialerapi.upkeep.observability import RESERVATIONS_RELEASED, SWEEPS
 
@@ -140,7 +140,8 @@ def phone_facts_tick(app):
 
 
 def prune_tick(app):
-    """Delete outbox rows older than an hour and engine replies older than a day; returns how many went."""
+    """Delete outbox rows older than an hour, engine replies older than a day and abandon counts past
+    their use (abandons.prune); returns how many went."""
     with app.app_context():
         db = get_db()
         tz = app.config["DB_TIMEZONE"]
@@ -149,7 +150,8 @@ def prune_tick(app):
         def prune(conn):
             return {"outbox": queries.prune_outbox(conn, before=clock.after(now, -OUTBOX_KEEP, tz)),
                     "engine_replies": engine.prune_replies(conn, now, tz),
-                    "socket_hosts": queries.prune_socket_hosts(conn, before=clock.after(now, -OUTBOX_KEEP, tz))}
+                    "socket_hosts": queries.prune_socket_hosts(conn, before=clock.after(now, -OUTBOX_KEEP, tz)),
+                    "abandon_counts": abandons.prune(conn, now)}
 
         return run_once_per_tick(db, "prune", PRUNE_SECONDS, now, lambda: db.run(prune))
 

@@ -23,7 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from dialerapi.plumbing import clock, socket_slots
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import dialstate
+from dialerapi.rules import dialstate, floor
 from dialerapi.upkeep.health import compliance_report
 
 access_log = logging.getLogger("dialerapi.access")
@@ -103,6 +103,7 @@ class DatabaseGauges:
                                     value=reservations["oldest_seconds"] or 0)
             yield from socket_gauges(socket_slots.hosts_report(conn, now, self.tz))
             yield from compliance_gauges(compliance_report(conn, now, self.tz))
+            yield abandon_gauge(floor.floor_state(conn, now)["form_types"])
         finally:
             conn.close()
 
@@ -116,6 +117,17 @@ def compliance_gauges(report):
     held.add_metric(["do_not_call"], report["do_not_call"]["leads_held"])
     held.add_metric(["outside_calling_window"], report["calling_window"]["leads_outside"])
     yield held
+
+
+def abandon_gauge(form_types):
+    """Issue #37: each form_type's abandon rate per window, as POST /engine/floor answers it (the
+    form_types some agent has: bounded by the floor, not by what a push may name)."""
+    rate = GaugeMetricFamily("dialerapi_abandon_rate", "Abandoned share of live answers (rules.abandons), per"
+                             " form_type and window (15m, today, period)", labels=["form_type", "window"])
+    for group in form_types:
+        for window, figures in group["abandons"]["windows"].items():
+            rate.add_metric([group["form_type"], window], figures["rate"])
+    return rate
 
 
 def socket_gauges(report):

@@ -127,7 +127,7 @@ def not_claimable(err):
     # Floor-wide and lead-wide refusals have codes of their own; the agent's have a reason.
     if err.reason in ("lead_in_flight", "maintenance"):
         return error_response(409, err.reason)
-    return error_response(409, "not_claimable", reason=err.reason)
+    return error_response(409, "not_claimable", reason=err.reason, **err.figures)
 
 
 def commit_unknown(err):

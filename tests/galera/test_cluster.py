@@ -172,6 +172,65 @@ def test_crm_callbacks_at_settle_through_the_other_node_are_applied_once(hosts, 
         == [{"status": "applied", "n": ACTORS}], "each callback applied once"
 
 
+def conflicts(node_url):
+    """Certification failures and brute-force aborts on the three nodes, summed (Galera's own counters)."""
+    total = 0
+    for n in (1, 2, 3):
+        for row in on_node(node_url, n, "SHOW GLOBAL STATUS WHERE Variable_name IN"
+                                        " ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')"):
+            total += int(row["Value"])
+    return total
+
+
+def test_settles_through_two_nodes_count_every_call_once_without_a_conflict(hosts, node_url, sql, agents):
+    """Issue #37 item 6: 16 engines settling at once through two nodes (answers, abandons, no
+    answers) lose and double no count (the windows equal a count over the call
+    records), and the counts' rows, one per node, cost no certification conflict."""
+    for run in range(3):
+        leads = due_leads(sql, run)
+        claimed = at_once(lambda agent_id: claim(hosts, agent_id, run), agents)
+        assert sorted(row["oli_id"] for row in claimed) == leads
+        outcomes = {}
+
+        def play(row):
+            n = int(row["oli_id"][-2:])
+            app, outcome = hosts["AB"[n % 2]], ("answered", "abandoned", "no_answer", "answered")[n % 4]
+            outcomes[row["oli_id"]] = outcome
+            client = app.test_client()
+            if outcome != "no_answer":
+                assert client.post("/engine/bridge", headers=ENGINE, json={
+                    "oli_id": row["oli_id"], "request_id": f"b-{run}-{n}"}).status_code == 200
+            if outcome == "answered":
+                assert client.post("/engine/call-connected", headers=ENGINE, json={
+                    "oli_id": row["oli_id"], "agent_id": 701 + n, "request_id": f"m-{run}-{n}"}).status_code == 200
+            return row
+
+        at_once(play, claimed)
+        before = conflicts(node_url)
+
+        def settle(row):
+            n = int(row["oli_id"][-2:])
+            return hosts["AB"[n % 2]].test_client().post("/engine/settle", headers=ENGINE, json={
+                "oli_id": row["oli_id"], "outcome": outcomes[row["oli_id"]], "started_at": row["reserved_at"],
+                "reservation_id": row["reservation_id"]}).status_code
+
+        assert at_once(settle, claimed) == [200] * ACTORS
+        assert conflicts(node_url) == before, "settles on two nodes never certify against each other"
+        sql("UPDATE sales_agents SET ami_idle = 1")
+    counts = same_on_every_node(node_url, "SELECT node, SUM(calls) AS calls, SUM(answered) AS answered,"
+                                " SUM(abandoned) AS abandoned FROM dialerapi_abandon_counts WHERE grain = 'd'"
+                                " GROUP BY node ORDER BY node")
+    assert len(counts) == 2, "each node writes its own rows"
+    records = same_on_every_node(node_url, "SELECT COUNT(*) AS calls, SUM(result IN ('ANSWER', 'ABANDON'))"
+                                 " AS answered, SUM(result = 'ABANDON') AS abandoned FROM sales_call_attempts")[0]
+    assert {key: sum(int(row[key]) for row in counts) for key in ("calls", "answered", "abandoned")} == \
+        {key: int(records[key]) for key in ("calls", "answered", "abandoned")} == \
+        {"calls": 3 * ACTORS, "answered": 3 * 12, "abandoned": 3 * 4}
+    for host in hosts.values():
+        state = host.test_client().post("/engine/floor", headers=ENGINE, json={}).get_json()
+        assert state["form_types"][0]["abandons"]["windows"]["today"]["answered"] == 3 * 12
+
+
 def test_a_job_runs_once_per_tick_across_hosts_on_two_nodes(node_url):
     databases = [Database(node_url(*((1, 2, 3) if i % 2 else (2, 3, 1))), pool_size=1) for i in range(ACTORS)]
     try:

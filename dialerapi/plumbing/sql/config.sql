@@ -1,7 +1,8 @@
 -- name: get_dialer_config()^
 SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, max_tries,
        work_start, work_end, disposed_priority_id, obey_calling_window, calling_window_start,
-       calling_window_end, phone_default_region, dnd_reasons, dnc_allow_inbound
+       calling_window_end, phone_default_region, dnd_reasons, dnc_allow_inbound, enforce_abandon_limit,
+       abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds
 FROM sales_dialer_config
 WHERE id = 1;
 

@@ -1,7 +1,8 @@
 -- Reads and writes of a lead's dial state (rules.dialstate). Callers own the transaction.
 
 -- name: lock_lead(oli_id)^
-SELECT * FROM sales_master WHERE oli_id = :oli_id FOR UPDATE;
+-- With the invisible facts of the call in progress (migration 0014), which settle records and clears.
+SELECT *, call_answered_at, agent_connected_at, predictive_call FROM sales_master WHERE oli_id = :oli_id FOR UPDATE;
 
 -- name: write_dial_state(id, data_id, priority_id, dial_status, previous_dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved, reservation_id, reserved_at, updated_at)!
 UPDATE sales_master
@@ -14,11 +15,13 @@ SET data_id = :data_id, priority_id = :priority_id, dial_status = :dial_status,
     reserved_at = :reserved_at, updated_at = :updated_at
 WHERE id = :id;
 
--- name: insert_call_attempt(lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause)!
+-- name: insert_call_attempt(lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause, form_type, reservation_id, answered_at, agent_connected_at, connect_seconds, late_connect)!
 INSERT INTO sales_call_attempts
-  (lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause)
+  (lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause, form_type,
+   reservation_id, answered_at, agent_connected_at, connect_seconds, late_connect)
 VALUES
-  (:lead_id, :oli_id, :agent_id, :call_type, :started_at, :ended_at, :result, :hangup_by, :hangup_cause);
+  (:lead_id, :oli_id, :agent_id, :call_type, :started_at, :ended_at, :result, :hangup_by, :hangup_cause, :form_type,
+   :reservation_id, :answered_at, :agent_connected_at, :connect_seconds, :late_connect);
 
 -- name: end_missed_activities(lead_id, agent_id, ended_at, due_at, ended_at_utc, due_at_utc)!
 -- The call is over: the agent's open missed activity for it starts its grace window.

@@ -1,11 +1,14 @@
 -- The floor simulator (dialerapi/simulate/): every query runs in the run's own schema.
 
--- name: sim_set_dialer_config(retry_pattern, retry_seconds, max_tries, work_start, work_end, outbound_obey_work_hours, obey_calling_window, calling_window_start, calling_window_end)!
+-- name: sim_set_dialer_config(retry_pattern, retry_seconds, max_tries, work_start, work_end, outbound_obey_work_hours, obey_calling_window, calling_window_start, calling_window_end, enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds)!
 UPDATE sales_dialer_config
 SET retry_pattern = :retry_pattern, retry_seconds = :retry_seconds, max_tries = :max_tries,
     work_start = :work_start, work_end = :work_end, outbound_obey_work_hours = :outbound_obey_work_hours,
     obey_calling_window = :obey_calling_window, calling_window_start = :calling_window_start,
-    calling_window_end = :calling_window_end, isMaintainance = 0
+    calling_window_end = :calling_window_end, enforce_abandon_limit = :enforce_abandon_limit,
+    abandon_limit = :abandon_limit, abandon_period = :abandon_period,
+    abandon_min_answered = :abandon_min_answered, abandon_connect_seconds = :abandon_connect_seconds,
+    isMaintainance = 0
 WHERE id = 1;
 
 -- name: sim_status_counts(max_tries_remark)

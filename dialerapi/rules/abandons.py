@@ -1,0 +1,281 @@
+"""The abandon rate the law counts, per campaign (issue #37; README "Abandon rate").
+
+What is counted, per form_type (the campaign here) and for the whole floor, the way the rules
+count it (FTC TSR 16 CFR 310.4(b)(4) and the FCC's TCPA rule: 3% of live answers per campaign over
+each 30-day period; Ofcom: 3% per 24 hours):
+- answered: settles with outcome `answered` or `abandoned` (a live person answered);
+- abandoned: settles with outcome `abandoned`, plus answered calls whose agent was connected more
+  than `abandon_connect_seconds` after the customer answered (compliance abandons, also counted
+  apart as late_connects);
+- rate: abandoned / answered, 0 with nothing answered.
+
+When: the customer answered at the first POST /engine/bridge of a reservation, the agent was
+connected at its first POST /engine/call-connected (`mark_answered`, `mark_agent_connected`), both
+on the service clock (decisions.md D2), to the second. Settle records them on the call attempt with
+the campaign it was dialed in (`judge`) and counts it (`count`) in the same transaction.
+
+Windows (`windows`), on the floor's clock (wall-clock DB_TIMEZONE, whole minutes): '15m' (the
+current minute and the 14 before it), 'today' (the floor's day) and 'period', `abandon_period`:
+'24h' (the current minute and the 1,439 before: Ofcom) or '30d' (today and the 29 floor days before:
+every successive 30-day period of the TSR is then under the limit too). In the hour repeated when
+the clocks go back, both passes of a minute count in one row: a window then counts more, never less.
+
+The limit (`over_limit_form_types`): a predictive claim of a form_type is served only while its
+rate over today and over the period would stay at or under `abandon_limit` even if the call it
+dials and every live predictive call no agent has taken yet (ringing or holding) or one took late
+(`pending`) were answered and abandoned; otherwise, with at least `abandon_min_answered` answered in
+that window, it is refused with NotClaimable `abandon_limit` (when `enforce_abandon_limit`). A
+rate at or over the limit always refuses (the issue's rule); the headroom for the calls already
+dialed is what keeps a reckless engine from overshooting by them before their answers come in. Progressive, redial and
+inbound claims go on: an agent already waits, so they cannot abandon, and their answers bring the
+rate down.
+
+Functions take the connection first and never commit. Times are naive wall-clock DB_TIMEZONE
+unless named *_utc.
+"""
+
+from datetime import datetime, timedelta
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+
+ANSWERED_OUTCOMES = ("answered", "abandoned")
+PERIODS = ("24h", "30d")
+WINDOWS = ("15m", "today", "period")
+LIMIT_WINDOWS = ("today", "period")
+ABANDON_LIMIT = "abandon_limit"
+# Minute rows serve windows up to 24 hours back; hour rows the report's rolling 24 hours.
+MINUTES_KEPT = timedelta(days=2)
+HOURS_KEPT = timedelta(days=400)
+# Bounds of the settings (issue #37, item 3), checked by `dialerapi config set`.
+LIMIT_RANGE = (0.0, 0.2)
+CONNECT_SECONDS_RANGE = (1, 30)
+
+
+def mark_answered(conn, lead, now):
+    """POST /engine/bridge of the locked live `lead`: the customer answered at `now`, unless an
+    earlier bridge of the same reservation said so first."""
+    queries.mark_answered(conn, id=lead["id"], now=now)
+
+
+def mark_agent_connected(conn, lead, now):
+    """POST /engine/call-connected of the locked live `lead`: an agent took the call at `now`,
+    unless an earlier call-connected of the same reservation said so first."""
+    queries.mark_agent_connected(conn, id=lead["id"], now=now)
+
+
+def call_moments(lead):
+    """(answered_at, agent_connected_at) of the locked live `lead`'s current reservation, each None
+    when unknown: a moment older than the reservation belongs to an earlier call."""
+    reserved_at = lead.get("reserved_at")
+
+    def current(moment):
+        return moment if moment is not None and (reserved_at is None or moment >= reserved_at) else None
+
+    return current(lead.get("call_answered_at")), current(lead.get("agent_connected_at"))
+
+
+def judge(outcome, answered_at, connected_at, tz, config):
+    """How a settled call counts: {answered, abandoned, late_connect, connect_seconds}.
+
+    connect_seconds: elapsed seconds from the answer to the agent (daylight saving counted), None
+    without both moments. late_connect: an `answered` call whose agent came more than
+    config.abandon_connect_seconds after the answer; it counts as abandoned.
+    """
+    connect_seconds = None
+    if answered_at is not None and connected_at is not None:
+        connect_seconds = round((clock.instant(connected_at, tz) - clock.instant(answered_at, tz)).total_seconds())
+    late = outcome == "answered" and connect_seconds is not None and connect_seconds > config.abandon_connect_seconds
+    return {"answered": outcome in ANSWERED_OUTCOMES, "abandoned": outcome == "abandoned" or late,
+            "late_connect": late, "connect_seconds": connect_seconds}
+
+
+def count(conn, form_type, now, verdict):
+    """Add one settled call, judged `verdict`, to its form_type's counts of its floor day, hour and
+    minute (of `now`). Run last in the settle's transaction: the counts' rows stay locked until it commits."""
+    minute = now.replace(second=0, microsecond=0)
+    queries.count_settle(conn, form_type=form_type, day=_day(now), hour=minute.replace(minute=0), minute=minute,
+                         answered=int(verdict["answered"]), abandoned=int(verdict["abandoned"]),
+                         late_connects=int(verdict["late_connect"]))
+
+
+def mark_predictive(conn, lead):
+    """A predictive claim reserved the `lead`: until an agent takes the call it may be an abandon."""
+    queries.mark_predictive(conn, id=lead["id"])
+
+
+def end_of_call(conn, lead):
+    """Forget the facts of the call that ended (settle, release), so a later call starts with none."""
+    if lead.get("call_answered_at") is not None or lead.get("agent_connected_at") is not None or lead.get(
+            "predictive_call"):
+        queries.clear_call_moments(conn, id=lead["id"])
+
+
+def _day(wall):
+    return datetime(wall.year, wall.month, wall.day)
+
+
+def figures(answered=0, abandoned=0, late_connects=0, calls=0):
+    """One window's {"answered", "abandoned", "late_connects", "rate"}; rate is 0 with nothing answered."""
+    answered, abandoned = int(answered or 0), int(abandoned or 0)
+    return {"answered": answered, "abandoned": abandoned, "late_connects": int(late_connects or 0),
+            "rate": round(abandoned / answered, 4) if answered else 0.0}
+
+
+def window_bounds(now, period):
+    """The query parameters of the windows at `now` (see the module docstring)."""
+    minute = now.replace(second=0, microsecond=0)
+    edge_minute = minute - timedelta(minutes=24 * 60 - 1)
+    edge_hour = edge_minute.replace(minute=0)
+    today = _day(now)
+    return {"minute_from": minute - timedelta(minutes=14), "today": today, "period": period,
+            "day_from": today - timedelta(days=29), "edge_minute": edge_minute, "edge_hour": edge_hour,
+            "edge_hour_end": edge_hour + timedelta(hours=1)}
+
+
+def windows(conn, form_types, now, config, with_15m=True):
+    """({form_type: {window: figures}}, {form_type: pending calls}) for each of `form_types` at
+    `now`, in one statement.
+
+    Windows '15m' (only `with_15m`), 'today' and 'period' (config.abandon_period). A form_type
+    with no settle in a window gets zeros. Pending: live predictive calls no agent has taken yet, or
+    one took late.
+    """
+    names = WINDOWS if with_15m else LIMIT_WINDOWS
+    found = {form_type: {name: figures() for name in names} for form_type in form_types}
+    pending = dict.fromkeys(form_types, 0)
+    if not form_types:
+        return found, pending
+    for row in queries.abandon_windows(conn, form_types=tuple(form_types), with_15m=with_15m,
+                                       connect_seconds=config.abandon_connect_seconds,
+                                       **window_bounds(now, config.abandon_period)):
+        if row["window_name"] == "pending":
+            pending[row["form_type"]] = int(row["answered"])
+        else:
+            found[row["form_type"]][row["window_name"]] = figures(row["answered"], row["abandoned"],
+                                                                  row["late_connects"])
+    return found, pending
+
+
+def over_limit(window_figures, config, pending=0):
+    """True when the limit holds predictive claims back on this window: with at least
+    abandon_min_answered answered in it, the rate would be over config.abandon_limit if the call
+    about to be dialed and every `pending` call (predictive, live, no agent yet, or one late)
+    were answered and abandoned. So a claim is served only while even that leaves the rate at or
+    under the limit; a rate at or over the limit always holds them back."""
+    if window_figures["answered"] < config.abandon_min_answered:
+        return False
+    worst = pending + 1
+    return (window_figures["abandoned"] + worst) / (window_figures["answered"] + worst) > config.abandon_limit
+
+
+def held(form_windows, pending, config):
+    """True when the limit holds the form_type's predictive claims back: today or the period is over."""
+    return any(over_limit(form_windows[name], config, pending) for name in LIMIT_WINDOWS)
+
+
+def summary(form_windows, pending, config):
+    """The "abandons" object of one form_type (POST /engine/floor, the 409): {"limit", "period",
+    "min_answered", "enforced", "pending", "over_limit", "windows"}; over_limit: `held`."""
+    return {"limit": config.abandon_limit, "period": config.abandon_period, "min_answered": config.abandon_min_answered,
+            "enforced": config.enforce_abandon_limit, "pending": pending,
+            "over_limit": held(form_windows, pending, config), "windows": form_windows}
+
+
+def over_limit_form_types(conn, form_types, now, config):
+    """{form_type: summary} of those of `form_types` whose predictive claims the limit holds back now:
+    {} when enforce_abandon_limit is off (nothing read then)."""
+    if not config.enforce_abandon_limit or not form_types:
+        return {}
+    found, pending = windows(conn, form_types, now, config, with_15m=False)
+    return {form_type: summary(form_windows, pending[form_type], config) for form_type, form_windows in found.items()
+            if held(form_windows, pending[form_type], config)}
+
+
+def prune(conn, now):
+    """Delete minute rows older than MINUTES_KEPT and hour rows older than HOURS_KEPT; day rows stay."""
+    return queries.prune_abandon_counts(conn, minutes_before=now - MINUTES_KEPT, hours_before=now - HOURS_KEPT)
+
+
+def floor_total(form_windows):
+    """The whole floor's windows: the sums of the form_types' figures, the rate worked out again."""
+    total = {name: {"answered": 0, "abandoned": 0, "late_connects": 0} for name in WINDOWS}
+    for per_form_type in form_windows:
+        for name, window in per_form_type.items():
+            sums = total.setdefault(name, {"answered": 0, "abandoned": 0, "late_connects": 0})
+            for key in sums:
+                sums[key] += window[key]
+    return {name: figures(**sums) for name, sums in total.items()}
+
+
+def report(conn, first_day, last_day, config, form_type=None):
+    """The compliance record of `first_day`..`last_day` (dates of the floor's days, both included).
+
+    Returns {"from", "to", "limit", "period", "days": [{"day", "form_type", "calls", "answered",
+    "abandoned", "late_connects", "rate"}, ...] (each form_type's days with a settle, then the
+    floor's, form_type "*"), "highest": [{"form_type", "rate", "answered", "abandoned", "ends",
+    "over_limit"}]}: per form_type (and "*"), the highest rate over any legal period that ends
+    inside the range (30d: the 30 floor days ending on `ends`, a date; 24h: the 24 hours ending at
+    `ends`, on the hour), counting the settles before `first_day` that the period reaches.
+    Reads day rows (and hour rows for 24h): a year costs a few thousand rows.
+    """
+    start, end = _day(first_day), _day(last_day) + timedelta(days=1)
+    day_rows = _series(conn, "d", start - timedelta(days=29), end, form_type)
+    days = [{"day": f"{row['starts_at']:%Y-%m-%d}", **_row_figures(row)}
+            for row in day_rows if row["starts_at"] >= start]
+    floor_days = {}
+    for row in days:
+        sums = floor_days.setdefault(row["day"], dict.fromkeys(("calls", "answered", "abandoned", "late_connects"), 0))
+        for key in sums:
+            sums[key] += row[key]
+    days += [{"day": day, "form_type": "*", **{k: sums[k] for k in ("calls",)},
+              **figures(sums["answered"], sums["abandoned"], sums["late_connects"])}
+             for day, sums in sorted(floor_days.items())]
+    if config.abandon_period == "30d":
+        ends = [start + timedelta(days=n) for n in range((end - start).days)]
+        highest = _highest(day_rows, ends, timedelta(days=30), timedelta(days=1), "%Y-%m-%d", config)
+    else:
+        hour_rows = _series(conn, "h", start - timedelta(hours=23), end, form_type)
+        ends = [start + timedelta(hours=n + 1) for n in range(int((end - start).total_seconds()) // 3600)]
+        highest = _highest(hour_rows, ends, timedelta(hours=24), timedelta(0), "%Y-%m-%d %H:%M:%S", config)
+    return {"from": f"{start:%Y-%m-%d}", "to": f"{last_day:%Y-%m-%d}", "limit": config.abandon_limit,
+            "period": config.abandon_period, "days": days, "highest": highest}
+
+
+def _series(conn, grain, starts_from, starts_before, form_type):
+    return list(queries.abandon_series(conn, grain=grain, form_type=form_type, all_form_types=form_type is None,
+                                       starts_from=starts_from, starts_before=starts_before))
+
+
+def _row_figures(row):
+    return {"form_type": row["form_type"], "calls": int(row["calls"]),
+            **figures(row["answered"], row["abandoned"], row["late_connects"])}
+
+
+def _highest(rows, ends, length, end_offset, end_format, config):
+    """Per form_type and "*": the highest rate over a period of `length` ending at each of `ends` (the
+    first moment after it); `ends` are named minus `end_offset` (a 30-day period ends *on* a day)."""
+    by_form_type = {}
+    for row in rows:
+        for name in (row["form_type"], "*"):
+            sums = by_form_type.setdefault(name, {}).setdefault(row["starts_at"], [0, 0])
+            sums[0] += int(row["answered"])
+            sums[1] += int(row["abandoned"])
+    highest = []
+    for name, series in sorted(by_form_type.items(), key=lambda item: (item[0] == "*", item[0])):
+        points = sorted(series.items())
+        best, answered, abandoned, first, last = None, 0, 0, 0, 0
+        # One pass: the window (period_end - length, period_end] slides over the sorted rows.
+        for period_end in ends:
+            while last < len(points) and points[last][0] < period_end:
+                answered, abandoned, last = answered + points[last][1][0], abandoned + points[last][1][1], last + 1
+            while first < last and points[first][0] < period_end - length:
+                answered, abandoned, first = answered - points[first][1][0], abandoned - points[first][1][1], first + 1
+            window = figures(answered, abandoned)
+            if answered and (best is None or window["rate"] > best["rate"]):
+                best = {"form_type": name, "rate": window["rate"], "answered": answered, "abandoned": abandoned,
+                        "ends": f"{period_end - end_offset:{end_format}}",
+                        "over_limit": over_limit(window, config)}
+        if best is not None:
+            highest.append(best)
+    return highest
