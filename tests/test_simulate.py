@@ -172,3 +172,19 @@ def test_a_campaign_with_listed_phones_and_mixed_zones_never_dials_them_unlawful
         assert sql(f"SELECT COUNT(DISTINCT call_zone_id) AS n FROM `{schema}`.sales_master")[0]["n"] == 2
     finally:
         sql(f"DROP DATABASE `{schema}`")
+
+
+def test_a_reckless_engine_held_by_the_abandon_limit_dials_progressively_and_stays_under_it(database_url):
+    """Issue #37 item 7: at ratio 3 with the limit off, the service counts far over 3%; on, each
+    group refused with abandon_limit dials progressively until it is served again, and the service's
+    own count (abandons plus late connects, from the call records) stays at or under 3%."""
+    common = dict(**{**SMALL, "agents": 8, "leads": 400, "hours": 3}, mode="predictive", pacing="ratio", dial_ratio=3,
+                  form_types={"home_loan": 2, "credit_card": 1}, skills={"home_loan": 5, "credit_card": 4}, seed=4)
+    off = sim.replicate(database_url, sim.load_scenario(None, **common))["runs"][0]["kpis"]
+    on = sim.replicate(database_url, sim.load_scenario(None, **common, enforce_abandon_limit=True,
+                                                       abandon_min_answered=0))["runs"][0]["kpis"]
+    for group in ("credit_card", "home_loan"):
+        assert off[f"service_abandon_rate[{group}]"] > 0.06 and off[f"predictive_held[{group}]"] == 0
+        assert on[f"service_abandon_rate[{group}]"] <= 0.03 and on[f"service_days_over_target[{group}]"] == 0
+        assert on[f"predictive_held[{group}]"] > 0
+    assert on["contacts"] > 0.8 * off["contacts"], "held groups go on dialing, progressively"

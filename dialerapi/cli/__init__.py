@@ -11,7 +11,7 @@
     dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
     dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
     dialerapi dnc add|remove|import|export|count   the do-not-call list
-    dialerapi floor          the floor per form_type for a pacing engine (agents by state, calls, leads due, abandons)
+    dialerapi floor          the floor per form_type for a pacing engine (agents, calls, leads due, abandons)
     dialerapi config show|set   the abandon settings (limit, period, minimum answered, connect seconds, enforcement)
     dialerapi report abandons --from DAY --to DAY   the abandon rate's compliance record per day and form_type
     dialerapi simulate       play a campaign on a virtual clock in its own schema; figures with intervals

@@ -221,9 +221,10 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
     that no free agent could take. None only when no such lead is due and unreserved. `ahead`
     (dial ahead): agents on a call or in wrap-up count as free too, so a pacing rule can dial
     before an agent comes free (the customer holds until `bridge` finds one); paused,
-    outbound-blocked and panel-inactive agents never count. A form_type whose abandon rate is at or
-    over the limit today or over the legal period (abandons.over_limit_form_types, issue #37) is
-    left out while enforce_abandon_limit is on. Raises NotClaimable with reason maintenance,
+    outbound-blocked and panel-inactive agents never count. A form_type whose abandon rate today or
+    over the legal period would pass the limit if this call and its pending predictive calls were
+    abandons (abandons.over_limit_form_types, issue #37) is left out while enforce_abandon_limit is
+    on; the claimed lead is marked a predictive call (abandons.mark_predictive). Raises NotClaimable with reason maintenance,
     no_free_agent, or abandon_limit when every form_type it could dial is over the limit.
     """
     config = dialstate.load_config(conn)
