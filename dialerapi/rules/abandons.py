@@ -115,7 +115,7 @@ def _day(wall):
     return datetime(wall.year, wall.month, wall.day)
 
 
-def figures(answered=0, abandoned=0, late_connects=0, calls=0):
+def figures(answered=0, abandoned=0, late_connects=0):
     """One window's {"answered", "abandoned", "late_connects", "rate"}; rate is 0 with nothing answered."""
     answered, abandoned = int(answered or 0), int(abandoned or 0)
     return {"answered": answered, "abandoned": abandoned, "late_connects": int(late_connects or 0),
@@ -214,9 +214,10 @@ def report(conn, first_day, last_day, config, form_type=None):
     Returns {"from", "to", "limit", "period", "days": [{"day", "form_type", "calls", "answered",
     "abandoned", "late_connects", "rate"}, ...] (each form_type's days with a settle, then the
     floor's, form_type "*"), "highest": [{"form_type", "rate", "answered", "abandoned", "ends",
-    "over_limit"}]}: per form_type (and "*"), the highest rate over any legal period that ends
-    inside the range (30d: the 30 floor days ending on `ends`, a date; 24h: the 24 hours ending at
-    `ends`, on the hour), counting the settles before `first_day` that the period reaches.
+    "over_limit": the rate was over abandon_limit}]}: per form_type (and "*"), the highest rate over
+    any legal period that ends inside the range (30d: the 30 floor days ending on `ends`, a date;
+    24h: the 24 hours ending at `ends`, on the hour), counting the settles before `first_day` that
+    the period reaches.
     Reads day rows (and hour rows for 24h): a year costs a few thousand rows.
     """
     start, end = _day(first_day), _day(last_day) + timedelta(days=1)
@@ -228,11 +229,11 @@ def report(conn, first_day, last_day, config, form_type=None):
         sums = floor_days.setdefault(row["day"], dict.fromkeys(("calls", "answered", "abandoned", "late_connects"), 0))
         for key in sums:
             sums[key] += row[key]
-    days += [{"day": day, "form_type": "*", **{k: sums[k] for k in ("calls",)},
+    days += [{"day": day, "form_type": "*", "calls": sums["calls"],
               **figures(sums["answered"], sums["abandoned"], sums["late_connects"])}
              for day, sums in sorted(floor_days.items())]
     if config.abandon_period == "30d":
-        ends = [start + timedelta(days=n) for n in range((end - start).days)]
+        ends = [start + timedelta(days=n + 1) for n in range((end - start).days)]
         highest = _highest(day_rows, ends, timedelta(days=30), timedelta(days=1), "%Y-%m-%d", config)
     else:
         hour_rows = _series(conn, "h", start - timedelta(hours=23), end, form_type)
@@ -275,7 +276,7 @@ def _highest(rows, ends, length, end_offset, end_format, config):
             if answered and (best is None or window["rate"] > best["rate"]):
                 best = {"form_type": name, "rate": window["rate"], "answered": answered, "abandoned": abandoned,
                         "ends": f"{period_end - end_offset:{end_format}}",
-                        "over_limit": over_limit(window, config)}
+                        "over_limit": abandoned / answered > config.abandon_limit}
         if best is not None:
             highest.append(best)
     return highest
