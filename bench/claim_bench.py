@@ -132,6 +132,11 @@ def over_http(url):
                   ENGINE_SECRET=ENGINE_SECRET) as (base, _):
         run = f"bench{int(time.time())}"
         with conn.cursor() as cur:
+            # What the run adds to the tables it cleans afterwards: other benches keep rows there
+            # (bench/abandon_bench.py, 6,000,000 call records).
+            cur.execute("SELECT (SELECT COALESCE(MAX(id), 0) FROM sales_call_attempts) AS attempts,"
+                        " (SELECT COALESCE(MAX(id), 0) FROM sales_missed_activities) AS activities")
+            before = cur.fetchone()
             cur.execute("UPDATE sales_master SET previous_dial_status = dial_status, dial_status = 'Calling',"
                         " isReserved = 1 WHERE dial_status = 'Pending' AND isReserved = 0 ORDER BY id LIMIT %s",
                         (LIVE_CALLS,))
@@ -154,8 +159,10 @@ def over_http(url):
         cur.executemany(
             "UPDATE sales_master SET dial_status = %(previous_dial_status)s, isReserved = 0, previous_dial_status = NULL, "
             + ", ".join(f"{column} = %({column})s" for column in RESTORED) + " WHERE id = %(id)s", live)
-        for table in ("sales_call_attempts", "sales_missed_activities", "dialerapi_engine_replies"):
-            cur.execute(f"DELETE FROM {table}")
+        cur.execute("DELETE FROM sales_call_attempts WHERE id > %s", (before["attempts"],))
+        cur.execute("DELETE FROM sales_missed_activities WHERE id > %s", (before["activities"],))
+        cur.execute("DELETE FROM dialerapi_engine_replies")
+        cur.execute("DELETE FROM dialerapi_abandon_counts WHERE node NOT LIKE 'bench:%%'")
     conn.close()
     return claimed, floor_state, settled, len(live)
 

@@ -20,7 +20,7 @@ current minute and the 14 before it), 'today' (the floor's day) and 'period', `a
 every successive 30-day period of the TSR is then under the limit too). In the hour repeated when
 the clocks go back, both passes of a minute count in one row: a window then counts more, never less.
 
-The limit (`over_limit_form_types`): a predictive claim of a form_type is served only while its
+The limit (`held_form_types`, read with the claim's free skills in one statement): a predictive claim of a form_type is served only while its
 rate over today and over the period would stay at or under `abandon_limit` even if the call it
 dials and every live predictive call no agent has taken yet (ringing or holding) or one took late
 (`pending`) were answered and abandoned; otherwise, with at least `abandon_min_answered` answered in
@@ -182,14 +182,25 @@ def summary(form_windows, pending, config):
             "over_limit": held(form_windows, pending, config), "windows": form_windows}
 
 
-def over_limit_form_types(conn, form_types, now, config):
-    """{form_type: summary} of those of `form_types` whose predictive claims the limit holds back now:
-    {} when enforce_abandon_limit is off (nothing read then)."""
-    if not config.enforce_abandon_limit or not form_types:
+def limit_params(now, config):
+    """The parameters of claims.sql free_skills' abandon counts at `now` (enforce: whether to read them)."""
+    bounds = window_bounds(now, config.abandon_period)
+    return {"enforce": config.enforce_abandon_limit, "connect_seconds": config.abandon_connect_seconds,
+            **{name: bounds[name] for name in ("today", "period", "day_from", "edge_minute", "edge_hour",
+                                               "edge_hour_end")}}
+
+
+def held_form_types(rows, config):
+    """{form_type: summary} of the free_skills `rows` whose predictive claims the limit holds back
+    now ({} when enforce_abandon_limit is off: the rows carry no counts then)."""
+    if not config.enforce_abandon_limit:
         return {}
-    found, pending = windows(conn, form_types, now, config, with_15m=False)
-    return {form_type: summary(form_windows, pending[form_type], config) for form_type, form_windows in found.items()
-            if held(form_windows, pending[form_type], config)}
+    found = {}
+    for row in rows:
+        form_windows = {name: figures(*row[name].split(";")) for name in LIMIT_WINDOWS}
+        if held(form_windows, int(row["pending"]), config):
+            found[row["form_type"]] = summary(form_windows, int(row["pending"]), config)
+    return found
 
 
 def prune(conn, now):

@@ -223,17 +223,18 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
     before an agent comes free (the customer holds until `bridge` finds one); paused,
     outbound-blocked and panel-inactive agents never count. A form_type whose abandon rate today or
     over the legal period would pass the limit if this call and its pending predictive calls were
-    abandons (abandons.over_limit_form_types, issue #37) is left out while enforce_abandon_limit is
+    abandons (abandons.held_form_types, issue #37) is left out while enforce_abandon_limit is
     on; the claimed lead is marked a predictive call (abandons.mark_predictive). Raises NotClaimable with reason maintenance,
     no_free_agent, or abandon_limit when every form_type it could dial is over the limit.
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance:
         raise NotClaimable(MAINTENANCE)
-    wanted = free_skills(conn, now, ahead=ahead, form_type=form_type)
-    if not wanted:
+    skills = _free_skills(conn, now, ahead, form_type, config)
+    if not skills:
         raise NotClaimable(NO_FREE_AGENT)
-    held = abandons.over_limit_form_types(conn, [skill for skill, _ in wanted], now, config)
+    wanted = [(row["form_type"], _priorities(row)) for row in skills]
+    held = abandons.held_form_types(skills, config)
     if held:
         wanted = [(skill, priorities) for skill, priorities in wanted if skill not in held]
         if not wanted:
@@ -258,8 +259,18 @@ def free_skills(conn, now, *, ahead=False, form_type=None):
     given), in form_type order: the union of the allowed priorities of the free agents with that
     skill, or [] for every priority when one of them allows all. Free as dialstate.unavailable_reason
     says (with `ahead`, agents on a call or in wrap-up too), aggregated in one statement."""
-    return [(row["form_type"], [] if row["all_priorities"] else [int(p) for p in row["priorities"].split(";")])
-            for row in queries.free_skills(conn, now=now, ahead=ahead, form_type=form_type)]
+    return [(row["form_type"], _priorities(row))
+            for row in _free_skills(conn, now, ahead, form_type, dialstate.load_config(conn))]
+
+
+def _free_skills(conn, now, ahead, form_type, config):
+    """free_skills' rows, each with its form_type's abandon counts when the limit is enforced."""
+    return list(queries.free_skills(conn, now=now, ahead=ahead, form_type=form_type,
+                                    **abandons.limit_params(now, config)))
+
+
+def _priorities(row):
+    return [] if row["all_priorities"] else [int(p) for p in row["priorities"].split(";")]
 
 
 def _free_agents(conn, now):

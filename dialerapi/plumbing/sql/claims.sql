@@ -85,15 +85,34 @@ ORDER BY a.id;
 -- name: lead_exists(oli_id)$
 SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 
--- name: free_skills(now, ahead, form_type)
+-- name: free_skills(now, ahead, form_type, enforce, today, period, day_from, edge_minute, edge_hour, edge_hour_end, connect_seconds)
 -- Per skill (only :form_type when not NULL) of the agents free to take a predictive call: whether
 -- one of them allows every priority (no priority list), and the priorities they allow (';'-separated).
 -- Free is claim rule 1 as dialstate.unavailable_reason says it (tests/test_claims.py holds the two
 -- to the same answer for every combination of the columns); with :ahead a call or a wrap-up does
 -- not count against an agent. One row per skill, however many agents: a predictive claim's cost
 -- does not grow with the floor.
+-- With :enforce (issue #37, rules.abandons), the skill's abandon counts in the same statement,
+-- each "answered;abandoned": today's and the period's (abandons.sql abandon_windows says which rows),
+-- and its pending predictive calls; each a primary-key range of a few rows, read only when enforced.
 SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
-       GROUP_CONCAT(DISTINCT p.priority_id ORDER BY p.priority_id SEPARATOR ';') AS priorities
+       GROUP_CONCAT(DISTINCT p.priority_id ORDER BY p.priority_id SEPARATOR ';') AS priorities,
+       IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0))
+                     FROM dialerapi_abandon_counts AS c
+                     WHERE c.grain = 'd' AND c.form_type = s.form_type AND c.starts_at = :today), NULL) AS today,
+       IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0))
+                     FROM dialerapi_abandon_counts AS c
+                     WHERE c.form_type = s.form_type
+                       AND ((:period = '30d' AND c.grain = 'd' AND c.starts_at >= :day_from)
+                            OR (:period = '24h' AND c.grain = 'h' AND c.starts_at > :edge_hour)
+                            OR (:period = '24h' AND c.grain = 'm' AND c.starts_at >= :edge_minute
+                                AND c.starts_at < :edge_hour_end))), NULL) AS period,
+       IF(:enforce, (SELECT COUNT(*) FROM sales_master AS m
+                     WHERE m.dial_status = 'Calling' AND m.isReserved = 1 AND m.form_type = s.form_type
+                       AND m.predictive_call = 1
+                       AND (m.agent_connected_at IS NULL OR m.agent_connected_at < m.reserved_at
+                            OR TIMESTAMPDIFF(SECOND, m.call_answered_at, m.agent_connected_at) > :connect_seconds)),
+          NULL) AS pending
 FROM sales_agents AS a
 JOIN sales_agent_skills AS s ON s.agent_id = a.id
 LEFT JOIN sales_agent_priorities AS p ON p.agent_id = a.id
