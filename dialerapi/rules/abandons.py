@@ -123,7 +123,8 @@ def figures(answered=0, abandoned=0, late_connects=0):
 
 
 def window_bounds(now, period):
-    """The query parameters of the windows at `now` (see the module docstring)."""
+    """The query parameters of the windows at `now` (see the module docstring): the floor's
+    due_counts and the claim's free_skills read them."""
     minute = now.replace(second=0, microsecond=0)
     edge_minute = minute - timedelta(minutes=24 * 60 - 1)
     edge_hour = edge_minute.replace(minute=0)
@@ -133,28 +134,10 @@ def window_bounds(now, period):
             "edge_hour_end": edge_hour + timedelta(hours=1)}
 
 
-def windows(conn, form_types, now, config, with_15m=True):
-    """({form_type: {window: figures}}, {form_type: pending calls}) for each of `form_types` at
-    `now`, in one statement.
-
-    Windows '15m' (only `with_15m`), 'today' and 'period' (config.abandon_period). A form_type
-    with no settle in a window gets zeros. Pending: live predictive calls no agent has taken yet, or
-    one took late.
-    """
-    names = WINDOWS if with_15m else LIMIT_WINDOWS
-    found = {form_type: {name: figures() for name in names} for form_type in form_types}
-    pending = dict.fromkeys(form_types, 0)
-    if not form_types:
-        return found, pending
-    for row in queries.abandon_windows(conn, form_types=tuple(form_types), with_15m=with_15m,
-                                       connect_seconds=config.abandon_connect_seconds,
-                                       **window_bounds(now, config.abandon_period)):
-        if row["window_name"] == "pending":
-            pending[row["form_type"]] = int(row["answered"])
-        else:
-            found[row["form_type"]][row["window_name"]] = figures(row["answered"], row["abandoned"],
-                                                                  row["late_connects"])
-    return found, pending
+def windows_of(row):
+    """{window: figures} from a floor due_counts row's window_15m, window_today and window_period
+    ("answered;abandoned;late_connects")."""
+    return {name: figures(*row[f"window_{name}"].split(";")) for name in WINDOWS}
 
 
 def over_limit(window_figures, config, pending=0):

@@ -39,22 +39,25 @@ def floor_state(conn, now, form_type=None):
         state = STATES[dialstate.unavailable_reason(agent, now)]
         for skill in agent["skills"].split(";"):
             groups.setdefault(skill, dict.fromkeys(STATES.values(), 0))[state] += 1
-    calls = {row["form_type"]: row for row in queries.floor_calls(conn)}
+    calls = {row["form_type"]: row
+             for row in queries.floor_calls(conn, connect_seconds=config.abandon_connect_seconds)}
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
     report = []
-    due_counts = list(queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
-                                         probe=DUE_CAP - 1))
-    rates, pending = abandons.windows(conn, [row["form_type"] for row in due_counts], now, config)
-    for row in due_counts:
+    rates = []
+    for row in queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
+                                  probe=DUE_CAP - 1, **abandons.window_bounds(now, config.abandon_period)):
         name = row["form_type"]
         reserved = int(calls[name]["reserved"]) if name in calls else 0
         connected = int(calls[name]["connected"]) if name in calls else 0
+        pending = int(calls[name]["pending"]) if name in calls else 0
+        windows = abandons.windows_of(row)
+        rates.append(windows)
         due = sum(int(row[bucket]) for bucket in ("callbacks", "pending", "abandoned", "not_connected"))
         report.append({
             "form_type": name, "agents": groups.get(name, dict.fromkeys(STATES.values(), 0)),
             "calls": {"reserved": reserved, "connected": connected, "not_connected": reserved - connected},
             "leads_due": min(due, DUE_CAP), "leads_due_capped": due >= DUE_CAP,
-            "abandons": abandons.summary(rates[name], pending[name], config),
+            "abandons": abandons.summary(windows, pending, config),
         })
     return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP,
-            "floor_abandons": abandons.floor_total(rates.values()), "form_types": report}
+            "floor_abandons": abandons.floor_total(rates), "form_types": report}

@@ -32,41 +32,6 @@ VALUES ('d', :form_type, :day, CONCAT(@@hostname, ':', @@port), 1, :answered, :a
 ON DUPLICATE KEY UPDATE calls = calls + VALUES(calls), answered = answered + VALUES(answered),
   abandoned = abandoned + VALUES(abandoned), late_connects = late_connects + VALUES(late_connects);
 
--- name: abandon_windows(form_types, with_15m, minute_from, today, period, day_from, edge_minute, edge_hour, edge_hour_end, connect_seconds)
--- Per form_type of :form_types and window, the sums over nodes of the rows in it, each a range
--- of the primary key: '15m' (the current minute and the 14 before, only :with_15m); 'today'
--- (the floor day); 'period' ('30d': today and the 29 floor days before; '24h': the current
--- minute and the 1,439 before, as whole hours after :edge_hour plus the minutes of that hour
--- from :edge_minute). A form_type with no settles in a window has no row for it.
-SELECT '15m' AS window_name, form_type, SUM(calls) AS calls, SUM(answered) AS answered,
-       SUM(abandoned) AS abandoned, SUM(late_connects) AS late_connects
-FROM dialerapi_abandon_counts
-WHERE :with_15m AND grain = 'm' AND form_type IN :form_types AND starts_at >= :minute_from
-GROUP BY form_type
-UNION ALL
-SELECT 'today', form_type, SUM(calls), SUM(answered), SUM(abandoned), SUM(late_connects)
-FROM dialerapi_abandon_counts
-WHERE grain = 'd' AND form_type IN :form_types AND starts_at = :today
-GROUP BY form_type
-UNION ALL
-SELECT 'period', form_type, SUM(calls), SUM(answered), SUM(abandoned), SUM(late_connects)
-FROM dialerapi_abandon_counts
-WHERE form_type IN :form_types
-  AND ((:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
-       OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
-       OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end))
-GROUP BY form_type
-UNION ALL
--- 'pending': live predictive calls that no agent took yet (ringing, or answered and holding), or
--- that one took late (more than :connect_seconds after the answer: an abandon its settle will
--- count): the limit counts them as abandons until they settle. Reads the live calls of :form_types.
-SELECT 'pending', form_type, COUNT(*), COUNT(*), COUNT(*), 0
-FROM sales_master
-WHERE dial_status = 'Calling' AND isReserved = 1 AND form_type IN :form_types AND predictive_call = 1
-  AND (agent_connected_at IS NULL OR agent_connected_at < reserved_at
-       OR TIMESTAMPDIFF(SECOND, call_answered_at, agent_connected_at) > :connect_seconds)
-GROUP BY form_type;
-
 -- name: abandon_series(grain, form_type, all_form_types, starts_from, starts_before)
 -- Per form_type and period of one grain in [starts_from, starts_before), summed over nodes: the report.
 SELECT form_type, starts_at, SUM(calls) AS calls, SUM(answered) AS answered, SUM(abandoned) AS abandoned,

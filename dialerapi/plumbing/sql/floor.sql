@@ -13,23 +13,31 @@ FROM sales_agents AS a
 JOIN sales_agent_skills AS s ON s.agent_id = a.id
 GROUP BY a.id;
 
--- name: floor_calls()
+-- name: floor_calls(connect_seconds)
 -- Live reservations per form_type, and how many of them have had call-connected (an open missed
 -- activity of the lead): the rest are ringing, or answered and waiting for a bridge. Reads the
--- (dial_status, isReserved, ...) index prefix: as many rows as calls are live.
+-- (dial_status, isReserved, ...) index prefix: as many rows as calls are live. `pending` (issue
+-- #37): the predictive ones no agent took yet, or one took more than :connect_seconds after the
+-- answer, which the abandon limit counts as abandons until they settle (claims.sql free_skills).
 SELECT m.form_type, COUNT(*) AS reserved,
        SUM(EXISTS (SELECT 1 FROM sales_missed_activities AS x
-                   WHERE x.lead_id = m.id AND x.ended_at IS NULL)) AS connected
+                   WHERE x.lead_id = m.id AND x.ended_at IS NULL)) AS connected,
+       SUM(m.predictive_call = 1
+           AND (m.agent_connected_at IS NULL OR m.agent_connected_at < m.reserved_at
+                OR TIMESTAMPDIFF(SECOND, m.call_answered_at, m.agent_connected_at) > :connect_seconds)) AS pending
 FROM sales_master AS m
 WHERE m.dial_status = 'Calling' AND m.isReserved = 1
 GROUP BY m.form_type;
 
--- name: due_counts(form_type, now, callbacks_open, cap, probe)
+-- name: due_counts(form_type, now, callbacks_open, cap, probe, minute_from, today, period, day_from, edge_minute, edge_hour, edge_hour_end)
 -- Per form_type (every one some agent has, or only :form_type when not NULL): how many leads are
 -- due and unreserved in each claim bucket of claims.sql due_candidates, counting to :cap at most.
 -- A bucket's count is read only when its :cap-th entry does not exist (the probe reads :cap index
--- entries), so every count reads at most :cap entries whatever the table holds. One statement:
--- one round trip for every form_type.
+-- entries), so every count reads at most :cap entries whatever the table holds. And its abandon
+-- counts (issue #37, rules.abandons), each "answered;abandoned;late_connects" summed over nodes:
+-- the last 15 minutes, today and the legal period (the rows of each window as claims.sql
+-- free_skills reads them), each a primary-key range of a few rows. One statement: one round trip
+-- for every form_type.
 SELECT ft.form_type,
   IF(:callbacks_open,
      IF((SELECT id FROM sales_master WHERE dial_status = 'Callback' AND isReserved = 0 AND form_type = ft.form_type
@@ -52,7 +60,20 @@ SELECT ft.form_type,
         AND next_retry_at <= :now LIMIT 1 OFFSET :probe) IS NOT NULL,
      :cap,
      (SELECT COUNT(*) FROM sales_master WHERE dial_status = 'Not Connected' AND isReserved = 0
-        AND form_type = ft.form_type AND next_retry_at <= :now)) AS not_connected
+        AND form_type = ft.form_type AND next_retry_at <= :now)) AS not_connected,
+  (SELECT CONCAT(COALESCE(SUM(answered), 0), ';', COALESCE(SUM(abandoned), 0), ';', COALESCE(SUM(late_connects), 0))
+     FROM dialerapi_abandon_counts
+     WHERE grain = 'm' AND form_type = ft.form_type AND starts_at >= :minute_from) AS window_15m,
+  (SELECT CONCAT(COALESCE(SUM(answered), 0), ';', COALESCE(SUM(abandoned), 0), ';', COALESCE(SUM(late_connects), 0))
+     FROM dialerapi_abandon_counts
+     WHERE grain = 'd' AND form_type = ft.form_type AND starts_at = :today) AS window_today,
+  (SELECT CONCAT(COALESCE(SUM(answered), 0), ';', COALESCE(SUM(abandoned), 0), ';', COALESCE(SUM(late_connects), 0))
+     FROM dialerapi_abandon_counts
+     WHERE form_type = ft.form_type
+       AND ((:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
+            OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
+            OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)))
+    AS window_period
 FROM (SELECT DISTINCT form_type FROM sales_agent_skills WHERE :form_type IS NULL
       UNION SELECT :form_type FROM DUAL WHERE :form_type IS NOT NULL) AS ft
 ORDER BY ft.form_type;
