@@ -20,7 +20,9 @@
 --   minute, h: an hour, d: a floor day, starts_at its first moment, wall-clock DB_TIMEZONE) and per
 --   database node (`node`: @@hostname:@@port of the node that ran the settle), so settles on two
 --   Galera nodes never write the same row (no certification conflict on a hot counter row). A
---   window's figures are the sum over nodes of a bounded number of rows.
+--   window's figures are the sum over nodes of a bounded number of rows: the key leads with grain
+--   and starts_at, so a window is one range of the key however long the history (a key led by
+--   form_type made a correlated read scan every row of its form_type and grain).
 -- sales_dialer_config gains the abandon settings beside the calling window.
 -- depends: 0013.claim-by-zone
 
@@ -48,7 +50,7 @@ CREATE TABLE dialerapi_abandon_counts (
   answered INT NOT NULL DEFAULT 0,
   abandoned INT NOT NULL DEFAULT 0,
   late_connects INT NOT NULL DEFAULT 0,
-  PRIMARY KEY (grain, form_type, starts_at, node)
+  PRIMARY KEY (grain, starts_at, form_type, node)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
 ALTER TABLE sales_dialer_config

@@ -61,19 +61,28 @@ SELECT ft.form_type,
      :cap,
      (SELECT COUNT(*) FROM sales_master WHERE dial_status = 'Not Connected' AND isReserved = 0
         AND form_type = ft.form_type AND next_retry_at <= :now)) AS not_connected,
-  (SELECT CONCAT(COALESCE(SUM(answered), 0), ';', COALESCE(SUM(abandoned), 0), ';', COALESCE(SUM(late_connects), 0))
-     FROM dialerapi_abandon_counts
-     WHERE grain = 'm' AND form_type = ft.form_type AND starts_at >= :minute_from) AS window_15m,
-  (SELECT CONCAT(COALESCE(SUM(answered), 0), ';', COALESCE(SUM(abandoned), 0), ';', COALESCE(SUM(late_connects), 0))
-     FROM dialerapi_abandon_counts
-     WHERE grain = 'd' AND form_type = ft.form_type AND starts_at = :today) AS window_today,
-  (SELECT CONCAT(COALESCE(SUM(answered), 0), ';', COALESCE(SUM(abandoned), 0), ';', COALESCE(SUM(late_connects), 0))
-     FROM dialerapi_abandon_counts
-     WHERE form_type = ft.form_type
-       AND ((:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
-            OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
-            OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)))
+  CONCAT(COALESCE(m15.answered, 0), ';', COALESCE(m15.abandoned, 0), ';', COALESCE(m15.late_connects, 0))
+    AS window_15m,
+  CONCAT(COALESCE(today.answered, 0), ';', COALESCE(today.abandoned, 0), ';', COALESCE(today.late_connects, 0))
+    AS window_today,
+  CONCAT(COALESCE(period.answered, 0), ';', COALESCE(period.abandoned, 0), ';', COALESCE(period.late_connects, 0))
     AS window_period
 FROM (SELECT DISTINCT form_type FROM sales_agent_skills WHERE :form_type IS NULL
       UNION SELECT :form_type FROM DUAL WHERE :form_type IS NOT NULL) AS ft
+-- Each window's rows read once for every form_type: one range of the counts' key (grain, starts_at).
+LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
+                  SUM(late_connects) AS late_connects
+           FROM dialerapi_abandon_counts WHERE grain = 'm' AND starts_at >= :minute_from
+           GROUP BY form_type) AS m15 ON m15.form_type = ft.form_type
+LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
+                  SUM(late_connects) AS late_connects
+           FROM dialerapi_abandon_counts WHERE grain = 'd' AND starts_at = :today
+           GROUP BY form_type) AS today ON today.form_type = ft.form_type
+LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
+                  SUM(late_connects) AS late_connects
+           FROM dialerapi_abandon_counts
+           WHERE (:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
+              OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
+              OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
+           GROUP BY form_type) AS period ON period.form_type = ft.form_type
 ORDER BY ft.form_type;
