@@ -361,12 +361,16 @@ def test_predictive_calls_no_agent_has_taken_count_as_abandons_until_one_does(
 # --- item 4: metrics, report, settings ----------------------------------------------------------
 
 def test_metrics_show_the_rate_per_form_type_and_window(client, sql, floor, play):
+    """The gauge equals the count over the call records, as the floor state does."""
     fill(play, answered=4, abandoned=1)
+    play("abandoned", at=NOW - timedelta(minutes=5), answered=5, form_type="credit_card")
+    set_clock(NOW)
     text = client.get("/metrics", headers={"X-API-Key": MONITOR_SECRET}).get_data(as_text=True)
-    for window in ("15m", "today", "period"):
-        expected = 0.0 if window == "15m" else 0.25
-        assert f'dialerapi_abandon_rate{{form_type="home_loan",window="{window}"}} {expected}' in text
-        assert f'dialerapi_abandon_rate{{form_type="credit_card",window="{window}"}} 0.0' in text
+    for form_type in ("home_loan", "credit_card"):
+        for window, figures in recorded_windows(sql, NOW, form_type).items():
+            assert f'dialerapi_abandon_rate{{form_type="{form_type}",window="{window}"}} {float(figures["rate"])}' in text
+    assert 'dialerapi_abandon_rate{form_type="home_loan",window="today"} 0.25' in text
+    assert 'dialerapi_abandon_rate{form_type="credit_card",window="15m"} 1.0' in text
 
 
 def test_the_report_agrees_with_the_call_records_and_names_the_worst_period(database_url, sql, floor, play):

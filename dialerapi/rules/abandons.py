@@ -106,8 +106,8 @@ def mark_predictive(conn, lead):
 
 def end_of_call(conn, lead):
     """Forget the facts of the call that ended (settle, release), so a later call starts with none."""
-    if lead.get("call_answered_at") is not None or lead.get("agent_connected_at") is not None or lead.get(
-            "predictive_call"):
+    facts = (lead.get("call_answered_at"), lead.get("agent_connected_at"), lead.get("predictive_call") or None)
+    if any(fact is not None for fact in facts):
         queries.clear_call_moments(conn, id=lead["id"])
 
 
@@ -134,10 +134,14 @@ def window_bounds(now, period):
             "edge_hour_end": edge_hour + timedelta(hours=1)}
 
 
+def figures_of(text):
+    """figures from the "answered;abandoned[;late_connects]" a statement sums a window into."""
+    return figures(*text.split(";"))
+
+
 def windows_of(row):
-    """{window: figures} from a floor due_counts row's window_15m, window_today and window_period
-    ("answered;abandoned;late_connects")."""
-    return {name: figures(*row[f"window_{name}"].split(";")) for name in WINDOWS}
+    """{window: figures} from a floor due_counts row's window_15m, window_today and window_period."""
+    return {name: figures_of(row[f"window_{name}"]) for name in WINDOWS}
 
 
 def over_limit(window_figures, config, pending=0):
@@ -180,7 +184,7 @@ def held_form_types(rows, config):
         return {}
     found = {}
     for row in rows:
-        form_windows = {name: figures(*row[name].split(";")) for name in LIMIT_WINDOWS}
+        form_windows = {name: figures_of(row[name]) for name in LIMIT_WINDOWS}
         if held(form_windows, int(row["pending"]), config):
             found[row["form_type"]] = summary(form_windows, int(row["pending"]), config)
     return found
@@ -196,7 +200,7 @@ def floor_total(form_windows):
     total = {name: {"answered": 0, "abandoned": 0, "late_connects": 0} for name in WINDOWS}
     for per_form_type in form_windows:
         for name, window in per_form_type.items():
-            sums = total.setdefault(name, {"answered": 0, "abandoned": 0, "late_connects": 0})
+            sums = total[name]
             for key in sums:
                 sums[key] += window[key]
     return {name: figures(**sums) for name, sums in total.items()}

@@ -224,8 +224,9 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
     outbound-blocked and panel-inactive agents never count. A form_type whose abandon rate today or
     over the legal period would pass the limit if this call and its pending predictive calls were
     abandons (abandons.held_form_types, issue #37) is left out while enforce_abandon_limit is
-    on; the claimed lead is marked a predictive call (abandons.mark_predictive). Raises NotClaimable with reason maintenance,
-    no_free_agent, or abandon_limit when every form_type it could dial is over the limit.
+    on; the claimed lead is marked a predictive call (abandons.mark_predictive). Raises
+    NotClaimable with reason maintenance, no_free_agent, or abandon_limit when every form_type it
+    could dial is over the limit.
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance:

@@ -48,10 +48,6 @@ ORDER BY form_type, starts_at;
 DELETE FROM dialerapi_abandon_counts
 WHERE (grain = 'm' AND starts_at < :minutes_before) OR (grain = 'h' AND starts_at < :hours_before);
 
--- name: get_abandon_settings()^
-SELECT enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds
-FROM sales_dialer_config WHERE id = 1;
-
 -- name: set_abandon_settings(enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds)!
 UPDATE sales_dialer_config
 SET enforce_abandon_limit = :enforce_abandon_limit, abandon_limit = :abandon_limit,
