@@ -70,7 +70,7 @@ def test_the_websocket_through_the_proxy(proxied, sql):
         first = json.loads(client.receive(timeout=5))
         assert first == {"event": "dialer.outbound_blocked", "data": {"agent_id": 501, "blocked": False}}
         client.send(json.dumps({"event": "agent.pause", "data": {"code": "tea"}}))
-        frames = [json.loads(client.receive(timeout=5)) for _ in range(2)]
+        frames = [json.loads(client.receive(timeout=5)) for _ in range(3)]
         assert frames[-1]["event"] == "agent.paused"
     finally:
         client.close()

@@ -116,6 +116,8 @@ def test_a_snapshot_on_connect(connect, floor, new_lead, open_missed_activity, l
     assert data["agent_id"] == 501 and data["blocked"] is True and data["grace_minutes"] == 10
     assert [(i["oli_id"], i["overdue"], i["due_at"]) for i in data["items"]] == [
         ("OLI-1", True, utc_text(datetime(2020, 1, 1, 10, 10)))]
+    assert frame(client) == {"event": "dialer.callbacks",
+                             "data": {"agent_id": 501, "fallback_minutes": 30, "items": []}}
 
 
 @pytest.mark.clock
@@ -156,6 +158,7 @@ def test_other_agents_do_not_get_the_events(connect, floor, app, new_lead, make_
     other = connect("agentId=502")
     frame(other)
     frame(other)
+    frame(other)  # dialer.callbacks (issue #40)
     with app.app_context():
         get_db().run(agents.open_missed_activity, "OLI-1", 501, clock.now(TZ), TZ)
     assert other.receive(timeout=1.5) is None
@@ -166,6 +169,7 @@ def panel(connect, floor):
     client = connect("agentId=501")
     frame(client)
     frame(client)
+    frame(client)  # dialer.callbacks (issue #40)
 
     def say(event, data=None):
         client.send(json.dumps({"event": event, "data": data or {}}))
@@ -212,6 +216,7 @@ def test_malformed_frames_get_server_error_and_the_socket_stays_open(connect, fl
     client = connect("agentId=501")
     frame(client)
     frame(client)
+    frame(client)  # dialer.callbacks (issue #40)
     for raw in ("not json", json.dumps([1]), json.dumps({"event": "agent.dance"})):
         client.send(raw)
         assert frame(client)["event"] == "server_error"
@@ -230,6 +235,7 @@ def test_frames_that_cannot_be_read_or_stored_answer_invalid_message(connect, fl
     client = connect("agentId=501")
     frame(client)
     frame(client)
+    frame(client)  # dialer.callbacks (issue #40)
     client.send(raw)
     assert frame(client) == {"event": "server_error", "data": {"reason": "invalid_message"}}
     client.send(json.dumps({"event": "agent.pause", "data": {"code": "lunch"}}))

@@ -1,28 +1,38 @@
 """`dialerapi config show|set`: the floor settings of sales_dialer_config that an operator tunes
-without SQL, each checked before it is stored (issue #37: the abandon limit and how it is counted)."""
+without SQL, each checked before it is stored (issue #37: the abandon limit and how it is counted;
+issue #40: how long a personal callback waits for its owner)."""
 
 import click
-from marshmallow import Schema, ValidationError, fields
+from marshmallow import Schema, ValidationError, fields, pre_load
 from marshmallow.validate import OneOf, Range
 
 from dialerapi.cli.base import echo_json, main
 from dialerapi.plumbing.db import get_db, queries
-from dialerapi.rules import abandons, dialstate
+from dialerapi.rules import abandons, callbacks, dialstate
 
 
-class AbandonSettingsSchema(Schema):
-    """The abandon settings and their bounds (README "Abandon rate")."""
+class FloorSettingsSchema(Schema):
+    """The floor settings and their bounds (README "Abandon rate", "Personal callbacks")."""
 
     enforce_abandon_limit = fields.Boolean(required=True)
     abandon_limit = fields.Float(required=True, validate=Range(*abandons.LIMIT_RANGE, min_inclusive=False))
     abandon_period = fields.String(required=True, validate=OneOf(abandons.PERIODS))
     abandon_min_answered = fields.Integer(required=True, strict=False, validate=Range(min=0, max=1_000_000))
     abandon_connect_seconds = fields.Integer(required=True, validate=Range(*abandons.CONNECT_SECONDS_RANGE))
+    personal_callback_fallback_minutes = fields.Integer(required=True, allow_none=True,
+                                                        validate=Range(*callbacks.FALLBACK_RANGE))
+
+    @pre_load
+    def empty_is_never(self, data, **kwargs):
+        # `personal_callback_fallback_minutes=` (empty): a personal callback never falls back.
+        if data.get("personal_callback_fallback_minutes") == "":
+            data = {**data, "personal_callback_fallback_minutes": None}
+        return data
 
 
 def _current(conn):
     config = dialstate.load_config(conn)
-    return {name: getattr(config, name) for name in AbandonSettingsSchema().fields}
+    return {name: getattr(config, name) for name in FloorSettingsSchema().fields}
 
 
 @main.group("config")
@@ -32,31 +42,32 @@ def config_group():
 
 @config_group.command("show")
 def config_show():
-    """Print the abandon settings as JSON."""
+    """Print the floor settings as JSON."""
     echo_json(get_db().run(_current))
 
 
 @config_group.command("set")
 @click.argument("settings", nargs=-1, required=True, metavar="NAME=VALUE...")
 def config_set(settings):
-    """Set abandon settings, all or none: abandon_limit (0 < x <= 0.2), abandon_period (24h or 30d),
+    """Set floor settings, all or none: abandon_limit (0 < x <= 0.2), abandon_period (24h or 30d),
     abandon_min_answered (0 or more), abandon_connect_seconds (1 to 30), enforce_abandon_limit
-    (true or false). A value out of range is refused, naming the setting, and nothing is stored."""
+    (true or false), personal_callback_fallback_minutes (0 to 10080; empty: never). A value out of
+    range is refused, naming the setting, and nothing is stored."""
     given = {}
     for setting in settings:
         name, sep, value = setting.partition("=")
-        if not sep or name not in AbandonSettingsSchema().fields:
+        if not sep or name not in FloorSettingsSchema().fields:
             raise click.BadParameter(f"{setting!r}: expected NAME=VALUE with NAME one of "
-                                     f"{', '.join(AbandonSettingsSchema().fields)}", param_hint="SETTINGS")
+                                     f"{', '.join(FloorSettingsSchema().fields)}", param_hint="SETTINGS")
         given[name] = value
 
     def store(conn):
         try:
-            wanted = AbandonSettingsSchema().load({**_current(conn), **given})
+            wanted = FloorSettingsSchema().load({**_current(conn), **given})
         except ValidationError as exc:
             raise click.BadParameter("; ".join(f"{name}: {' '.join(messages)}" for name, messages in
                                                sorted(exc.messages.items())), param_hint="SETTINGS") from None
-        queries.set_abandon_settings(conn, **wanted)
+        queries.set_floor_settings(conn, **wanted)
         return wanted
 
     echo_json(get_db().run(store))

@@ -57,6 +57,8 @@ WRITES = {
 }
 LIMITED = {"429": {**_error("Rate limited (one counter per client IP)", "rate_limited"), "headers": RETRY_AFTER}}
 UNKNOWN_OLI = {"404": _error("No lead has this oliId", "unknown_oli_id")}
+UNKNOWN_OLI_OR_OWNER = {"404": _json("Error", "`unknown_oli_id`, or `unknown_agent` for a callbackAgentId not on the "
+                                     "roster (nothing is stored)", {"ok": False, "error": "unknown_oli_id"})}
 
 LEAD_EXAMPLE = {"oli_id": "CRM-2026-000042", "phone_number": "+91 98765 43210", "client_name": "मीना शर्मा",
                 "form_type": "home_loan", "priority_id": 1, "callback_scheduled_at": "2026-11-23 11:30"}
@@ -77,7 +79,7 @@ OPERATIONS = {
         "tags": ["callbacks"], "summary": "Set a callback time on an existing lead now (priority kept)",
         "requestBody": {"required": True, "content": {JSON: {"schema": "SendCallbackRequest",
                                                            "example": {"oliId": "CRM-2026-000042", "scheduledAt": "2026-11-23 11:30:00"}}}},
-        "responses": {"200": _json("SendCallbackResponse", "Callback set"), **UNKNOWN_OLI,
+        "responses": {"200": _json("SendCallbackResponse", "Callback set"), **UNKNOWN_OLI_OR_OWNER,
                       "409": _error("The lead is live on a call", "lead_in_flight"), **WRITES, **LIMITED, **COMMON},
     }},
     "/api/pending-callbacks": {"post": {
@@ -88,7 +90,7 @@ OPERATIONS = {
             "remarks": "call after salary credit"}}}},
         "responses": {"200": _json("PendingCallbackResponse", "Applied at once (the lead was not live)"),
                       "202": _json("PendingCallbackResponse", "Held until the live call settles"),
-                      **UNKNOWN_OLI, **WRITES, **LIMITED, **COMMON},
+                      **UNKNOWN_OLI_OR_OWNER, **WRITES, **LIMITED, **COMMON},
     }},
     "/api/pending-dispositions": {"post": {
         "tags": ["callbacks"], "summary": "CRM final disposition: applied now, or held until the live call settles",
@@ -111,9 +113,23 @@ OPERATIONS = {
                                    {"ok": False, "error": "unknown_extension"}),
                       **LIMITED, **COMMON},
     }},
+    "/api/callbacks": {"get": {
+        "tags": ["agents"], "summary": "One agent's personal callbacks (exactly one of agentId and extension)",
+        "description": "Issue #40: the callbacks the CRM filed for this agent (callbackAgentId), due in the next "
+                       "24 hours or already due, as the agent's socket gets them in `dialer.callbacks`. With an "
+                       "agent's token: that agent's only; agentId and extension may then be left out.",
+        "security": SECURITY + AGENT_SECURITY,
+        "parameters": [{"in": "query", "schema": "MissedActivitiesQuery"}],
+        "responses": {"200": _json("AgentCallbacksResponse", "Oldest first, at most 100; times DB_TIMEZONE"),
+                      "400": _json("Error", "Neither or both of agentId and extension, or a malformed one"),
+                      "403": _error("An agent token of another agent", "forbidden"),
+                      "404": _json("Error", "`unknown_agent` or `unknown_extension`",
+                                   {"ok": False, "error": "unknown_agent"}),
+                      **LIMITED, **COMMON},
+    }},
     "/api/agent-tokens": {"post": {
         "tags": ["agents"], "summary": "Mint a short-lived token for one agent's panel (the agent desktop's server)",
-        "description": "The token opens that agent's socket (/ws?token=...) and its GET /api/missed-activities, "
+        "description": "The token opens that agent's socket (/ws?token=...), its GET /api/missed-activities and GET /api/callbacks, "
                        "nothing else. Give it to the agent's browser; never give it WS_SECRET.",
         "requestBody": {"required": True, "content": {JSON: {"schema": "AgentTokenRequest",
                                                            "example": {"agentId": 501, "lifetimeSeconds": 43200}}}},
@@ -252,6 +268,7 @@ SCHEMAS = {
     "PendingCallbackResponse": responses.PendingCallbackResponseSchema,
     "PendingDispositionResponse": responses.PendingDispositionResponseSchema,
     "MissedActivitiesResponse": responses.MissedActivitiesResponseSchema,
+    "AgentCallbacksResponse": responses.AgentCallbacksResponseSchema,
     "AgentTokenRequest": agent_schemas.AgentTokenRequest, "AgentTokenResponse": responses.AgentTokenResponseSchema, "PauseReasonsResponse": responses.PauseReasonsResponseSchema,
     "HealthzResponse": responses.HealthzResponseSchema, "HealthResponse": responses.HealthResponseSchema,
     "ProgressiveClaimRequest": engine_schemas.ProgressiveClaimSchema, "PredictiveClaimRequest": engine_schemas.PredictiveClaimSchema,

@@ -131,6 +131,29 @@ class MissedActivitiesResponseSchema(Schema):
     items = fields.List(fields.Nested(MissedActivitySchema), required=True)
 
 
+class PersonalCallbackSchema(Schema):
+    oli_id = fields.String(required=True)
+    data_id = fields.String(required=True)
+    client_name = fields.String(required=True)
+    form_type = fields.String(required=True)
+    callback_scheduled_at = fields.String(required=True, metadata={"example": "2026-11-27 11:00:00",
+                                                                    "description": "Wall-clock DB_TIMEZONE"})
+    due = fields.Boolean(required=True)
+    fallback_at = fields.String(required=True, allow_none=True, metadata={
+        "description": "When anyone with the skill may take it (DB_TIMEZONE); null: never"})
+    minutes_until_fallback = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "Whole minutes, rounded up; 0 once past; null: never"})
+
+
+class AgentCallbacksResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    agent_id = fields.Integer(required=True)
+    fallback_minutes = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "personal_callback_fallback_minutes; null: a personal callback never falls back"})
+    items = fields.List(fields.Nested(PersonalCallbackSchema), required=True, metadata={
+        "description": "Due in the next 24 hours or already due, oldest first, at most 100"})
+
+
 class PauseReasonSchema(Schema):
     code = fields.String(required=True)
     label = fields.String(required=True)
@@ -260,6 +283,14 @@ class FloorCallsSchema(Schema):
         "description": "reserved - connected: ringing, or answered and waiting for a bridge"})
 
 
+class FloorPersonalCallbacksSchema(Schema):
+    owner_free = fields.Integer(required=True, metadata={"description": "Due, before fallback, owner free now"})
+    owner_busy = fields.Integer(required=True, metadata={
+        "description": "Due, before fallback, owner on a call, in wrap-up, paused, blocked or panel-inactive"})
+    past_fallback = fields.Integer(required=True, metadata={
+        "description": "Due and past fallback (or owner off the roster): any agent with the skill may take them"})
+
+
 class FloorFormTypeSchema(Schema):
     form_type = fields.String(required=True)
     agents = fields.Nested(FloorAgentsSchema, required=True, metadata={
@@ -269,6 +300,8 @@ class FloorFormTypeSchema(Schema):
     leads_due_capped = fields.Boolean(required=True, metadata={"description": "At least leads_due_cap are due"})
     abandons = fields.Nested(AbandonsSchema, required=True, metadata={
         "description": "The abandon rate per window and the limit (issue #37, README \"Abandon rate\")"})
+    personal_callbacks = fields.Nested(FloorPersonalCallbacksSchema, required=True, metadata={
+        "description": "Due personal callbacks (issue #40); leads_due counts them too"})
 
 
 class EngineFloorResponseSchema(Schema):
@@ -284,6 +317,6 @@ class EngineFloorResponseSchema(Schema):
 class AgentTokenResponseSchema(Schema):
     ok = fields.Boolean(required=True)
     agent_id = fields.Integer(required=True, metadata={"example": 501})
-    token = fields.String(required=True, metadata={"description": "Opens this agent's /ws and missed activities only"})
+    token = fields.String(required=True, metadata={"description": "Opens this agent's /ws, missed activities and callbacks only"})
     expires_at = fields.String(required=True, metadata={"example": "2026-11-25T18:30:00Z", "description": "UTC"})
     expires_in = fields.Integer(required=True, metadata={"example": 43200, "description": "Seconds from now"})

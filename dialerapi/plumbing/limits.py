@@ -21,6 +21,9 @@ crm_actions = limiter.shared_limit("120 per 60 seconds", scope="crm_actions")
 
 missed_activities = limiter.limit("240 per 60 seconds")
 
+# GET /api/callbacks (issue #40): an agent desktop's server may read each agent's list now and then.
+agent_callbacks = limiter.limit("240 per 60 seconds")
+
 # The agent desktop's server mints a token per agent login: a floor logging in at the start of a
 # shift is a few thousand, from one or a few addresses.
 agent_tokens = limiter.limit("3000 per 60 seconds")

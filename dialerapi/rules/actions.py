@@ -13,7 +13,7 @@ from datetime import timedelta
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import agents, compliance, dialstate, dnc
+from dialerapi.rules import agents, callbacks, compliance, dialstate, dnc
 
 log = logging.getLogger(__name__)
 
@@ -23,17 +23,20 @@ AUDIT_FIELDS = ("agentId", "extension", "callbackType", "workStatus", "subDispos
 CLEARED_BY = {"callback": "callback", "dispose": "disposition"}
 
 
-def request_callback(conn, oli_id, scheduled_at, now):
+def request_callback(conn, oli_id, scheduled_at, now, owner=None):
     """POST /api/send-callback-request: Callback at `scheduled_at`, priority kept, dial-state reset.
 
-    Returns the response's `lead` object {oli_id, data_id, dial_status, callback_scheduled_at
-    ('YYYY-MM-DD HH:MM:SS' in DB_TIMEZONE)}. Raises dialstate.UnknownLead (404) and
-    dialstate.LeadInFlight (409) when the lead is Calling + reserved.
+    `owner`: the employee id the callback waits for (`callbackAgentId`, issue #40; rules.callbacks),
+    None for anyone. Returns the response's `lead` object {oli_id, data_id, dial_status,
+    callback_scheduled_at ('YYYY-MM-DD HH:MM:SS' in DB_TIMEZONE)}. Raises
+    agents.UnknownAgent (404 unknown_agent) for an owner not on the roster, dialstate.UnknownLead
+    (404) and dialstate.LeadInFlight (409) when the lead is Calling + reserved; nothing is written.
     """
+    callbacks.check_owner(conn, owner)
     row = dialstate.lock_lead(conn, oli_id)
     if dialstate.is_live(row):
         raise dialstate.LeadInFlight(oli_id)
-    row = dialstate.write_lead(conn, row, dialstate.callback_changes(scheduled_at), now)
+    row = dialstate.write_lead(conn, row, dialstate.callback_changes(scheduled_at, owner=owner), now)
     return {
         "oli_id": row["oli_id"],
         "data_id": row["data_id"],
@@ -49,13 +52,16 @@ def submit_action(conn, action, now, tz):
     the row, `applied` with the change made now when the lead is not live, `pending` (held until
     settle or the sweep) when it is; clear every open missed activity of the oli_id (cleared_by
     callback or disposition), unblock those agents and queue their events. `action` carries
-    oli_id, action, scheduled_at or reason, and the optional audit fields; `now` is wall-clock in
-    `tz`. Returns the stored row as a dict with its `id` and `status`. Raises dialstate.UnknownLead.
+    oli_id, action, scheduled_at or reason, the optional audit fields and, for a callback, the
+    optional callbackAgentId (its owner, issue #40: kept while the row is held); `now` is
+    wall-clock in `tz`. Returns the stored row as a dict with its `id` and `status`. Raises
+    dialstate.UnknownLead, agents.UnknownAgent for a callbackAgentId not on the roster.
 
     A disposition whose reason is one of sales_dialer_config.dnd_reasons (default `DND`, compared
     without case) lists the lead's phone on the do-not-call list at once, even while the call is
     live and the disposition itself is held (issue #30).
     """
+    callbacks.check_owner(conn, action.get("callbackAgentId"))
     row = dialstate.lock_lead(conn, action["oli_id"])
     live = dialstate.is_live(row)
     config = dialstate.load_config(conn)
@@ -67,7 +73,8 @@ def submit_action(conn, action, now, tz):
     stored = {
         "oli_id": action["oli_id"], "action": action["action"], "scheduled_at": action.get("scheduled_at"),
         "reason": action.get("reason"), "status": "pending" if live else "applied", "created_at": now,
-        "applied_at": None if live else now, **{field: action.get(field) for field in AUDIT_FIELDS},
+        "applied_at": None if live else now, "callbackAgentId": action.get("callbackAgentId"),
+        **{field: action.get(field) for field in AUDIT_FIELDS},
     }
     queries.insert_pending_action(conn, **stored)
     stored["id"] = queries.last_insert_id(conn)

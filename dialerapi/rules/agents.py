@@ -12,7 +12,7 @@ import re
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import abandons, catalog, dialstate
+from dialerapi.rules import abandons, callbacks, catalog, dialstate
 from dialerapi.rules.dialstate import UnknownAgent  # noqa: F401 - agents.UnknownAgent, where callers look for it
 from dialerapi.rules.events import notify
 
@@ -76,11 +76,14 @@ def save_agent(conn, agent_id, extension, name, skills=None, priorities=None):
 
 
 def remove_agent(conn, agent_id):
-    """Remove an agent with their skills and priorities; their missed-activity history stays. Raises UnknownAgent."""
+    """Remove an agent with their skills and priorities; their missed-activity history stays, and
+    their personal callbacks (issue #40) become anyone's at once. Raises UnknownAgent."""
     find_agent(conn, agent_id=agent_id)
     queries.delete_agent_skills(conn, agent_id=agent_id)
     queries.delete_agent_priorities(conn, agent_id=agent_id)
     queries.delete_agent(conn, agent_id=agent_id)
+    # After the delete: a CRM action storing this owner holds the row in share mode until it commits.
+    callbacks.release_owner(conn, agent_id)
 
 
 def with_lists(row):

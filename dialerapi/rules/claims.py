@@ -28,7 +28,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries, union_all
-from dialerapi.rules import abandons, compliance, dialstate
+from dialerapi.rules import abandons, callbacks, compliance, dialstate
 from dialerapi.rules.agents import UnknownAgent, with_lists
 
 # Candidates read per form_type (and call zone) in the first window; each later window is
@@ -71,7 +71,7 @@ def lock_agent(conn, agent_id):
     return with_lists(agent)
 
 
-def _candidates(conn, wanted, now, config, max_rows, zones):
+def _candidates(conn, wanted, now, config, max_rows, zones, tz):
     """Unlocked candidate lead ids in claim order, and whether they are all there are.
 
     `wanted`: (form_type, allowed priority_ids) pairs; an empty priority list allows every priority.
@@ -86,11 +86,14 @@ def _candidates(conn, wanted, now, config, max_rows, zones):
     (ix_claim_zone: a closed zone costs nothing, however many of its leads are due), in a second
     statement, and from the first statement on while the same zones are open (`_by_zone`). So the
     cost does not grow with the leads asleep.
+
+    Personal callbacks (issue #40) are left out until their fallback (rules.callbacks).
     """
-    callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
+    callbacks_open = _callbacks_open(now, config)
+    fallback = callbacks.fallback_params(now, config, tz)
     common = {form_type: {"form_type": form_type, "now": now, "callbacks_open": callbacks_open,
                           "all_priorities": not priorities, "priorities": tuple(priorities) or (0,),
-                          "max_rows": max_rows}
+                          "max_rows": max_rows, **fallback}
               for form_type, priorities in wanted}
     if zones is None:
         reads = [(queries.due_candidates, {**params, "any_zone": True, "zone_ids": (0,)}) for params in common.values()]
@@ -107,6 +110,10 @@ def _candidates(conn, wanted, now, config, max_rows, zones):
         candidates += more
         complete = complete and more_complete
     return _in_claim_order(candidates, now), complete
+
+
+def _callbacks_open(now, config):
+    return not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
 
 
 def _zone_reads(common, form_types, zones):
@@ -139,7 +146,7 @@ def _in_claim_order(rows, now):
     return [row["id"] for row in rows]
 
 
-def _lock_first_due(conn, wanted, now, config, tz):
+def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
     """Lock and return the first due, unreserved lead of `wanted` ((form_type, allowed priority_ids)
     pairs, as `_candidates` takes them) in claim order, or None.
 
@@ -150,13 +157,14 @@ def _lock_first_due(conn, wanted, now, config, tz):
     took one has reserved it; a push or a CRM action leaves it unreserved, and it is ours). So None
     means that no lead of these form_types is due, unreserved and lawful at this moment (issue #16).
     The call zones open now are those this process knows of; before answering None it reads them
-    again, in case a push added a zone since.
+    again, in case a push added a zone since. `agent_id`: the agent of a progressive claim (None
+    for a predictive one), who may take their own personal callbacks (rules.callbacks).
     """
     tried, held = set(), []
     zones = compliance.open_zone_ids(conn, now, tz, config)
     max_rows = CANDIDATES
     while True:
-        ids, complete = _candidates(conn, wanted, now, config, max_rows, zones)
+        ids, complete = _candidates(conn, wanted, now, config, max_rows, zones, tz)
         for lead_id in ids:
             if lead_id in tried:
                 continue
@@ -165,7 +173,7 @@ def _lock_first_due(conn, wanted, now, config, tz):
             if row is None:
                 held.append(lead_id)
             # The candidate was read without a lock: check again now that it is ours.
-            elif _claimable(conn, row, now, tz, config):
+            elif _claimable(conn, row, now, tz, config, agent_id):
                 return row
         if complete:
             fresh = compliance.open_zone_ids(conn, now, tz, config, reload=True)
@@ -176,20 +184,41 @@ def _lock_first_due(conn, wanted, now, config, tz):
         max_rows *= WINDOW_GROWTH
     for lead_id in held:
         row = queries.lock_unreserved_waiting(conn, id=lead_id)
-        if row is not None and _claimable(conn, row, now, tz, config):
+        if row is not None and _claimable(conn, row, now, tz, config, agent_id):
             return row
     return None
 
 
-def _claimable(conn, row, now, tz, config):
-    if not dialstate.is_due(row, now, config):
+def _claimable(conn, row, now, tz, config, agent_id):
+    if not dialstate.is_due(row, now, config) or callbacks.kept_from(row, agent_id, now, config, tz):
         return False
     return compliance.refusal(conn, row, now, tz, config) is None
+
+
+def _lock_own_callback(conn, agent, now, config, tz):
+    """Lock and return the owner's first due personal callback that is lawful now, or None (issue #40).
+
+    Whatever the agent's priority list; only of their skills; never a listed phone (claim_bucket),
+    outside the work window (callbacks_open) or outside the customer's calling window. A row another
+    transaction holds is passed by: the ordinary claim that follows may find it later.
+    """
+    zones = compliance.open_zone_ids(conn, now, tz, config)
+    for candidate in callbacks.owner_candidates(conn, agent["id"], agent["skills"], now,
+                                                _callbacks_open(now, config), zones):
+        if not candidate["lawful"]:
+            continue
+        row = queries.lock_unreserved(conn, id=candidate["id"])
+        if row is not None and row.get("callback_agent_id") == agent["id"] and \
+                _claimable(conn, row, now, tz, config, agent["id"]):
+            return row
+    return None
 
 
 def claim_next(conn, agent_id, now, tz=None):
     """Progressive claim: reserve the next due lead for agent `agent_id`, or return None.
 
+    The agent's own due personal callbacks come first, oldest due first, whatever their priority
+    list (rules.callbacks, issue #40); another agent's are passed by until their fallback.
     None only when no lead matching the agent's skills and allowed priorities is due and
     unreserved. Returns the claimed sales_master row as it now stands (Calling, isReserved 1, a new
     reservation_id, reserved_at = `now`, wall-clock DB_TIMEZONE). Raises agents.UnknownAgent;
@@ -203,8 +232,9 @@ def claim_next(conn, agent_id, now, tz=None):
     reason = dialstate.unavailable_reason(agent, now)
     if reason:
         raise NotClaimable(reason)
-    row = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config,
-                          _zone(tz, config))
+    tz = _zone(tz, config)
+    row = _lock_own_callback(conn, agent, now, config, tz) or _lock_first_due(
+        conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config, tz, agent["id"])
     if row is None:
         return None
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)

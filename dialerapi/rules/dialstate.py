@@ -64,9 +64,18 @@ from dialerapi.rules.states import (  # noqa: F401 - the vocabulary, reachable a
 
 
 def write_lead(conn, row, changes, now):
-    """Write `changes` onto the locked master `row`; return the row as it now stands."""
+    """Write `changes` onto the locked master `row`; return the row as it now stands.
+
+    When `changes` set callback_agent_id (a claim, a callback, a disposition: issue #40), the
+    owners before and after are told their list of personal callbacks changed (events.notify).
+    """
     updated = {**row, **changes, "updated_at": now}
-    queries.write_dial_state(conn, id=row["id"], updated_at=now, **{c: updated[c] for c in DIAL_STATE_COLUMNS})
+    set_owner = "callback_agent_id" in changes
+    queries.write_dial_state(conn, id=row["id"], updated_at=now, set_owner=set_owner,
+                             callback_agent_id=changes.get("callback_agent_id"),
+                             **{c: updated[c] for c in DIAL_STATE_COLUMNS})
+    if set_owner:
+        notify(conn, [owner for owner in (row.get("callback_agent_id"), changes["callback_agent_id"]) if owner], now)
     return updated
 
 
@@ -81,7 +90,8 @@ def lock_lead(conn, oli_id):
 def apply_action(conn, row, action, now, config):
     """Apply a CRM action (a sales_pending_actions row or one about to be stored) to a lead that is not live."""
     if action["action"] == "callback":
-        changes = callback_changes(action["scheduled_at"], priority_id=CALLBACK_PRIORITY_ID)
+        changes = callback_changes(action["scheduled_at"], priority_id=CALLBACK_PRIORITY_ID,
+                                   owner=action.get("callbackAgentId"))
     else:
         changes = disposition_changes(action["reason"], config)
     return write_lead(conn, row, changes, now)

@@ -7,7 +7,7 @@ form_type); this is what it paces on. Read in one snapshot (plumbing.db.Database
 """
 
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import abandons, dialstate
+from dialerapi.rules import abandons, callbacks, dialstate
 
 # Due leads are counted up to this many per form_type: enough to pace on, and a bounded index read
 # (at most this many entries per claim bucket) on a table of any size.
@@ -18,7 +18,7 @@ STATES = {None: "free", "ami_busy": "on_call", "wrap_up": "wrap_up", "paused": "
           "outbound_blocked": "outbound_blocked", "panel_inactive": "panel_inactive"}
 
 
-def floor_state(conn, now, form_type=None):
+def floor_state(conn, now, form_type=None, tz=None):
     """The floor at `now` (wall-clock DB_TIMEZONE), for every form_type some agent has, or only `form_type`.
 
     Returns {"maintenance": bool, "leads_due_cap": DUE_CAP, "form_types": [{"form_type",
@@ -28,7 +28,9 @@ def floor_state(conn, now, form_type=None):
     waiting for a bridge), "leads_due": due and unreserved leads up to DUE_CAP, "leads_due_capped":
     true when there are at least DUE_CAP, "abandons": {"limit", "period", "min_answered", "enforced",
     "pending", "over_limit", "windows": {"15m", "today", "period"}: {answered, abandoned, late_connects, rate}}
-    (rules.abandons.summary, issue #37)}, ...]} in form_type order; "floor_abandons": the same
+    (rules.abandons.summary, issue #37), "personal_callbacks": {"owner_free", "owner_busy",
+    "past_fallback"} (the due personal callbacks, rules.callbacks.floor_counts, issue #40: only
+    past_fallback ones may go to any agent; leads_due counts them all)}, ...]} in form_type order; "floor_abandons": the same
     windows summed over those form_types (zeros with none). A form_type no agent has
     appears only when asked for by name (its agents all 0). Due callbacks count only inside the
     work window when outbound_obey_work_hours = 1, as the claim takes them.
@@ -42,6 +44,7 @@ def floor_state(conn, now, form_type=None):
     calls = {row["form_type"]: row
              for row in queries.floor_calls(conn, connect_seconds=config.abandon_connect_seconds)}
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
+    personal = callbacks.floor_counts(conn, now, config, tz) if callbacks_open else {}
     report = []
     rates = []
     for row in queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
@@ -58,6 +61,7 @@ def floor_state(conn, now, form_type=None):
             "calls": {"reserved": reserved, "connected": connected, "not_connected": reserved - connected},
             "leads_due": min(due, DUE_CAP), "leads_due_capped": due >= DUE_CAP,
             "abandons": abandons.summary(windows, pending, config),
+            "personal_callbacks": personal.get(name, dict.fromkeys(callbacks.FLOOR_COUNTS, 0)),
         })
     return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP,
             "floor_abandons": abandons.floor_total(rates), "form_types": report}

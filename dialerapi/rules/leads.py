@@ -15,6 +15,7 @@ import uuid
 
 from dialerapi.plumbing.db import Conflict, Literal, queries
 from dialerapi.rules import catalog, compliance, dialstate
+from dialerapi.rules.events import notify
 
 # upsert_leads' columns after each lead's own (oli_id, data_id, phone_number, client_name, form_type,
 # priority_id), in the statement's order; created_at and updated_at follow.
@@ -53,6 +54,8 @@ def push_leads(conn, leads, now, tz, config):
     `do_not_call: true` when the lead's phone is on the do-not-call list (issue #30: it is stored
     and never claimed; `status` is what the specification says all the same).
 
+    A lead's personal callback (issue #40) ends with the reset, and its owner is told (events.notify).
+
     Raises db.Conflict when a concurrent push inserted one of the new oli_ids first; Database.run
     then retries the whole batch, which will see the row and lock it.
     """
@@ -86,6 +89,8 @@ def push_leads(conn, leads, now, tz, config):
         affected = queries.upsert_leads(conn, [rows[oli_id] for oli_id in sorted(rows)])
         if affected != expected:
             raise Conflict(f"a concurrent push inserted some of these oli_ids first ({affected} != {expected})")
+        notify(conn, [existing[oli_id]["callback_agent_id"] for oli_id in rows
+                      if oli_id in existing and existing[oli_id]["callback_agent_id"]], now)
     return results
 
 

@@ -101,6 +101,8 @@ class DialerConfig:
     abandon_period: str = "30d"
     abandon_min_answered: int = 50
     abandon_connect_seconds: int = 2
+    # Issue #40: how long a due personal callback waits for its owner (rules.callbacks); None never.
+    personal_callback_fallback_minutes: int = 30
 
 
 def _time_of_day(value):
@@ -145,6 +147,8 @@ def config_from_row(row):
         dnd_reasons=tuple(r.strip().lower() for r in str(row["dnd_reasons"]).split(",") if r.strip()),
         dnc_allow_inbound=bool(row["dnc_allow_inbound"]),
         **{name: kind(row[name]) for name, kind in ABANDON_SETTINGS.items() if name in row},
+        **({"personal_callback_fallback_minutes": row["personal_callback_fallback_minutes"]}
+           if "personal_callback_fallback_minutes" in row else {}),
     )
 
 
@@ -306,14 +310,15 @@ def hangup_changes(row, outcome, now, config, tz, *, call_type="outbound", hangu
     return changes
 
 
-def callback_changes(scheduled_at, *, priority_id=None):
+def callback_changes(scheduled_at, *, priority_id=None, owner=None):
     """A CRM callback: the dial-state reset to Callback at `scheduled_at` with a new data_id.
 
     send-callback-request keeps the lead's priority (priority_id None); a pending callback moves it
-    to the callback priority (1).
+    to the callback priority (1). `owner`: the employee id of the agent the callback waits for
+    (callback_agent_id, issue #40), None for anyone.
     """
     changes = {**dial_state_reset(data_id=new_data_id(), dial_status=CALLBACK, callback_scheduled_at=scheduled_at),
-               "previous_dial_status": None}
+               "previous_dial_status": None, "callback_agent_id": owner}
     if priority_id is not None:
         changes["priority_id"] = priority_id
     return changes
@@ -325,7 +330,7 @@ def disposition_changes(reason, config):
     return {
         "data_id": new_data_id(), "dial_status": DISPOSED, "previous_dial_status": None,
         "disposeRemark": f"CRM: {reason}", "priority_id": config.disposed_priority_id,
-        "callback_scheduled_at": None, "next_retry_at": None, "isReserved": 0,
+        "callback_scheduled_at": None, "next_retry_at": None, "isReserved": 0, "callback_agent_id": None,
     }
 
 
@@ -337,12 +342,13 @@ def claim_changes(row, now):
 
     The reservation gets a new reservation_id and reserved_at = `now` (wall-clock DB_TIMEZONE), from
     which its lease runs. Attempts are counted by settle, not here, so an originate failure leaves
-    them untouched.
+    them untouched. A claim ends the lead's personal callback (callback_agent_id, issue #40),
+    whoever took it.
     Claiming a Received, Rejected or Disposed lead (a redial or an inbound call) reopens it;
     leaving Disposed clears disposeRemark.
     """
     changes = {"dial_status": CALLING, "isReserved": 1, "previous_dial_status": row["dial_status"],
-               "reservation_id": str(uuid.uuid4()), "reserved_at": now}
+               "reservation_id": str(uuid.uuid4()), "reserved_at": now, "callback_agent_id": None}
     if row["dial_status"] == DISPOSED:
         changes["disposeRemark"] = None
     return changes

@@ -47,10 +47,3 @@ ORDER BY form_type, starts_at;
 -- report's rolling 24 hours; day rows are the compliance record and are kept.
 DELETE FROM dialerapi_abandon_counts
 WHERE (grain = 'm' AND starts_at < :minutes_before) OR (grain = 'h' AND starts_at < :hours_before);
-
--- name: set_abandon_settings(enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds)!
-UPDATE sales_dialer_config
-SET enforce_abandon_limit = :enforce_abandon_limit, abandon_limit = :abandon_limit,
-    abandon_period = :abandon_period, abandon_min_answered = :abandon_min_answered,
-    abandon_connect_seconds = :abandon_connect_seconds
-WHERE id = 1;

@@ -14,13 +14,16 @@ FROM sales_agents AS a
 WHERE a.id = :agent_id
 FOR UPDATE;
 
--- name: due_candidates(part, form_type, now, callbacks_open, all_priorities, priorities, any_zone, zone_ids, max_rows)
+-- name: due_candidates(part, form_type, now, callbacks_open, all_priorities, priorities, any_zone, zone_ids, max_rows, fallback_never, fallback_edge)
 -- The first max_rows leads of one form_type that a claim may take now, in claim order (claim_bucket
 -- 1 due Callback, only while callbacks_open; 2 Pending; 3 Abandoned, a NULL next_retry_at due; 4
 -- Not Connected, next_retry_at due; then claim_due, NULL first, and id), each with `part` (the
 -- caller's number for this read in a UNION ALL) and `lawful` (any_zone, or its call zone is one of
 -- zone_ids: open now). One range read of ix_claim_due (migration 0013; it holds no listed lead),
--- max_rows index entries at most, however few of them are lawful.
+-- max_rows index entries at most, however few of them are lawful. A personal callback (issue #40)
+-- is left out until its fallback: due at or before :fallback_edge, never with :fallback_never
+-- (rules.callbacks); its owner's claim reads it from ix_callback_agent (callbacks.sql personal_due).
+-- The owner is not in the index: each due callback read costs a primary-key lookup.
 SELECT :part AS part, claim_bucket AS bucket, id, claim_due AS due, :any_zone OR call_zone_id IN :zone_ids AS lawful
 FROM sales_master FORCE INDEX (ix_claim_due)
 WHERE form_type = :form_type
@@ -28,10 +31,11 @@ WHERE form_type = :form_type
        OR (claim_bucket IN (2, 3) AND (claim_due IS NULL OR claim_due <= :now))
        OR (claim_bucket = 4 AND claim_due <= :now))
   AND (:all_priorities OR priority_id IN :priorities)
+  AND (claim_bucket <> 1 OR callback_agent_id IS NULL OR (NOT :fallback_never AND claim_due <= :fallback_edge))
 ORDER BY claim_bucket, claim_due, id
 LIMIT :max_rows;
 
--- name: due_candidates_in_zone(part, form_type, zone_id, now, callbacks_open, all_priorities, priorities, max_rows)
+-- name: due_candidates_in_zone(part, form_type, zone_id, now, callbacks_open, all_priorities, priorities, max_rows, fallback_never, fallback_edge)
 -- due_candidates of one call zone whose window is open, from ix_claim_zone: a zone whose window
 -- is closed costs nothing, however many of its leads are due (issue #30).
 SELECT :part AS part, claim_bucket AS bucket, id, claim_due AS due, 1 AS lawful
@@ -41,22 +45,24 @@ WHERE form_type = :form_type AND call_zone_id = :zone_id
        OR (claim_bucket IN (2, 3) AND (claim_due IS NULL OR claim_due <= :now))
        OR (claim_bucket = 4 AND claim_due <= :now))
   AND (:all_priorities OR priority_id IN :priorities)
+  AND (claim_bucket <> 1 OR callback_agent_id IS NULL OR (NOT :fallback_never AND claim_due <= :fallback_edge))
 ORDER BY claim_bucket, claim_due, id
 LIMIT :max_rows;
 
 -- name: lock_unreserved(id)^
--- With `listed`: whether its stored phone_e164 is on the do-not-call list, in the same round trip.
-SELECT m.*, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
+-- With `listed`: whether its stored phone_e164 is on the do-not-call list, in the same round trip,
+-- and the owner of its callback (invisible, migration 0015).
+SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE SKIP LOCKED;
 
 -- name: lock_unreserved_waiting(id)^
 -- The same, waiting for a transaction that holds the row: a locking read then sees its latest
 -- committed version (reserved by a claim, or still free after a push).
-SELECT m.*, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
+SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE;
 
 -- name: lock_lead_skip_locked(oli_id)^
-SELECT m.*, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
+SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed
 FROM sales_master AS m WHERE m.oli_id = :oli_id FOR UPDATE SKIP LOCKED;
 
 -- name: agent_has_missed_activity(agent_id, oli_id)$

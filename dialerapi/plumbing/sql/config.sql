@@ -2,7 +2,8 @@
 SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, max_tries,
        work_start, work_end, disposed_priority_id, obey_calling_window, calling_window_start,
        calling_window_end, phone_default_region, dnd_reasons, dnc_allow_inbound, enforce_abandon_limit,
-       abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds
+       abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds,
+       personal_callback_fallback_minutes
 FROM sales_dialer_config
 WHERE id = 1;
 
@@ -17,3 +18,12 @@ SELECT p.id, p.is_callback, p.is_active, (p.id = c.disposed_priority_id) AS is_d
 FROM sales_dialer_config AS c
 LEFT JOIN sales_priorities AS p ON TRUE
 WHERE c.id = 1;
+
+-- name: set_floor_settings(enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds, personal_callback_fallback_minutes)!
+-- What `dialerapi config set` stores (issues #37 and #40), every value checked first (cli.config).
+UPDATE sales_dialer_config
+SET enforce_abandon_limit = :enforce_abandon_limit, abandon_limit = :abandon_limit,
+    abandon_period = :abandon_period, abandon_min_answered = :abandon_min_answered,
+    abandon_connect_seconds = :abandon_connect_seconds,
+    personal_callback_fallback_minutes = :personal_callback_fallback_minutes
+WHERE id = 1;

@@ -4,8 +4,9 @@
 -- name: lock_leads(oli_ids)
 -- Lock the rows of these oli_ids in oli_id order, so that overlapping batches lock in one order.
 -- The index is forced: on a small table the optimiser prefers a full scan, which locks rows in
--- primary-key order and waits on every row other transactions hold.
-SELECT id, oli_id, data_id, dial_status, isReserved
+-- primary-key order and waits on every row other transactions hold. callback_agent_id: the owner
+-- whose personal callback a push ends (issue #40).
+SELECT id, oli_id, data_id, dial_status, isReserved, callback_agent_id
 FROM sales_master FORCE INDEX (uq_sales_master_oli_id)
 WHERE oli_id IN :oli_ids
 ORDER BY oli_id
@@ -13,7 +14,8 @@ FOR UPDATE;
 
 -- name: upsert_leads*!
 -- One multi-row statement: inserts new oli_ids, and on rows this transaction holds locked and found
--- not live writes the contact fields and the dial-state reset, keeping created_at. MySQL counts 1
+-- not live writes the contact fields and the dial-state reset, keeping created_at, and ends a
+-- personal callback (callback_agent_id, issue #40). MySQL counts 1
 -- affected row per insert and 2 per update (data_id always changes), which is how the caller
 -- notices that a concurrent push inserted a "new" oli_id first. Each row is a tuple in the order of
 -- the column list (leads.RESET_COLUMNS): positional placeholders spare PyMySQL a dict per row.
@@ -32,4 +34,5 @@ ON DUPLICATE KEY UPDATE
   hangup_by = VALUES(hangup_by), hangup_cause = VALUES(hangup_cause),
   last_attempt_at = VALUES(last_attempt_at), first_attempt_at = VALUES(first_attempt_at),
   next_retry_at = VALUES(next_retry_at), callback_scheduled_at = VALUES(callback_scheduled_at),
-  call_count = VALUES(call_count), isReserved = VALUES(isReserved), updated_at = VALUES(updated_at);
+  call_count = VALUES(call_count), isReserved = VALUES(isReserved), updated_at = VALUES(updated_at),
+  callback_agent_id = NULL;

@@ -3,13 +3,13 @@
 -- name: supersede_pending(oli_id)!
 UPDATE sales_pending_actions SET status = 'superseded' WHERE oli_id = :oli_id AND status = 'pending';
 
--- name: insert_pending_action(oli_id, action, scheduled_at, reason, status, agentId, extension, callbackType, workStatus, subDisposition, remarks, created_at, applied_at)!
+-- name: insert_pending_action(oli_id, action, scheduled_at, reason, status, agentId, extension, callbackType, workStatus, subDisposition, remarks, created_at, applied_at, callbackAgentId)!
 INSERT INTO sales_pending_actions
   (oli_id, action, scheduled_at, reason, status, agentId, extension, callbackType, workStatus,
-   subDisposition, remarks, created_at, applied_at)
+   subDisposition, remarks, created_at, applied_at, callbackAgentId)
 VALUES
   (:oli_id, :action, :scheduled_at, :reason, :status, :agentId, :extension, :callbackType, :workStatus,
-   :subDisposition, :remarks, :created_at, :applied_at);
+   :subDisposition, :remarks, :created_at, :applied_at, :callbackAgentId);
 
 -- name: last_insert_id()$
 SELECT LAST_INSERT_ID();

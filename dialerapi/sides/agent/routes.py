@@ -10,7 +10,7 @@ from flask import Blueprint, current_app, g, redirect, request, send_from_direct
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import agents, catalog
+from dialerapi.rules import agents, callbacks, catalog, dialstate
 from dialerapi.sides.agent import schemas
 from dialerapi.web import agent_tokens, auth
 from dialerapi.web.auth import AGENT, CRM, opens, public
@@ -34,17 +34,46 @@ def missed_activities():
     200 {ok, agent_id, blocked, grace_minutes, items}; 404 unknown_agent / unknown_extension; 400 for
     neither, both, or a malformed extension; 403 forbidden for an agent token of another agent (#28).
     """
-    args = request.args.to_dict()
-    caller = g.caller
-    if caller.role == AGENT and not {"agentId", "extension"} & args.keys():
-        lookup = {"agent_id": caller.agent_id}
-    else:
-        lookup = load(schemas.MissedActivitiesQuery().load, args)
+    lookup = _agent_lookup(request.args.to_dict())
     grace_minutes = current_app.config["MISSED_ACTIVITY_GRACE_MINUTES"]
     answer = get_db().run(agents.missed_activities, clock.now(db_timezone()), db_timezone(), grace_minutes, **lookup)
     # Checked on the answer, so an extension is resolved by the same read; nothing is written.
     auth.require_own_agent(answer["agent_id"])
     return answer
+
+
+@agents_bp.get("/api/callbacks")
+@opens(CRM, AGENT)
+@limits.agent_callbacks
+def agent_callbacks():
+    """One agent's personal callbacks (issue #40): due in the next 24 hours and already due, oldest first.
+
+    Query: exactly one of agentId and extension (with an agent token, neither: the token's agent).
+    200 {ok, agent_id, fallback_minutes, items: [{oli_id, data_id, client_name, form_type,
+    callback_scheduled_at, due, fallback_at, minutes_until_fallback}]} (times 'YYYY-MM-DD HH:MM:SS'
+    DB_TIMEZONE; rules.callbacks.agent_callbacks); the same as the socket's `dialer.callbacks`. 404
+    unknown_agent / unknown_extension; 400 for neither, both or a malformed value; 403 forbidden for
+    an agent token of another agent.
+    """
+    lookup = _agent_lookup(request.args.to_dict())
+    tz = db_timezone()
+    answer = get_db().run(_callbacks_of, lookup, clock.now(tz), tz)
+    auth.require_own_agent(answer["agent_id"])
+    return {"ok": True, **answer}
+
+
+def _callbacks_of(conn, lookup, now, tz):
+    agent = agents.find_agent(conn, **lookup)
+    return callbacks.agent_callbacks(conn, agent["id"], now, tz, dialstate.load_config(conn))
+
+
+def _agent_lookup(args):
+    """{agent_id} or {extension} from a query of exactly one of agentId and extension; an agent
+    token's own agent when it gives neither."""
+    caller = g.caller
+    if caller.role == AGENT and not {"agentId", "extension"} & args.keys():
+        return {"agent_id": caller.agent_id}
+    return load(schemas.MissedActivitiesQuery().load, args)
 
 
 @agents_bp.post("/api/agent-tokens")

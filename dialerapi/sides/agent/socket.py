@@ -12,8 +12,10 @@ service's own origin) is refused (`origin_not_allowed`). Every refusal is `serve
 and close 1008. Frames are JSON text `{"event": NAME, "data": {...}}`:
 
 - server to agent: `dialer.outbound_blocked` {agent_id, blocked} and `dialer.missed_activities`
-  {agent_id, blocked, grace_minutes, items} on connect and after every change; `agent.paused`,
-  `agent.resumed`; `server_error` {reason}.
+  {agent_id, blocked, grace_minutes, items} on connect and after every change; then
+  `dialer.callbacks` {agent_id, fallback_minutes, items} (the agent's personal callbacks, issue
+  #40: rules.callbacks.agent_callbacks) on connect and whenever it differs from the last one that
+  socket got; `agent.paused`, `agent.resumed`; `server_error` {reason}.
 - agent to server: `agent.pause` {code, note?} and `agent.resume` {}.
 
 Capacity (issue #27): a host holds at most WS_MAX_SOCKETS sockets (`socket_slots`, shared by the
@@ -40,7 +42,7 @@ from flask_sock import Sock
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 from dialerapi.plumbing.socket_slots import SocketSlots
-from dialerapi.rules import agents, claims
+from dialerapi.rules import agents, callbacks, claims, dialstate
 from dialerapi.rules.events import OutboxTail
 from dialerapi.web import auth
 from dialerapi.web.agent_tokens import InvalidToken
@@ -73,6 +75,7 @@ class AgentConnection:
     def __init__(self, ws, agent_id):
         self.ws = ws
         self.agent_id = agent_id
+        self.callbacks = None  # the last dialer.callbacks data sent
         self._lock = threading.Lock()
 
     def send(self, event, data):
@@ -113,25 +116,32 @@ class EventHub:
             return not sockets
 
     def snapshot(self, agent_id):
-        """The two state events of an agent: (outbound_blocked data, missed_activities data)."""
+        """The state events of an agent, read in one transaction: (outbound_blocked data,
+        missed_activities data, callbacks data)."""
         config = self.app.config
         tz = config["DB_TIMEZONE"]
-        report = self.app.extensions["dialerapi.db"].run(
-            agents.missed_activities, clock.now(tz), tz, config["MISSED_ACTIVITY_GRACE_MINUTES"], agent_id=agent_id
-        )
+
+        def read(conn, now):
+            report = agents.missed_activities(conn, now, tz, config["MISSED_ACTIVITY_GRACE_MINUTES"], agent_id=agent_id)
+            return report, callbacks.agent_callbacks(conn, agent_id, now, tz, dialstate.load_config(conn))
+
+        report, personal = self.app.extensions["dialerapi.db"].run(read, clock.now(tz))
         report.pop("ok")
-        return {"agent_id": agent_id, "blocked": report["blocked"]}, report
+        return {"agent_id": agent_id, "blocked": report["blocked"]}, report, personal
 
     def send_state(self, connections):
-        """Send both state events to `connections` of one agent; a closed socket is dropped."""
+        """Send the state events to `connections` of one agent; a closed socket is dropped."""
         connections = list(connections)
         if not connections:
             return
-        blocked, missed = self.snapshot(connections[0].agent_id)
+        blocked, missed, personal = self.snapshot(connections[0].agent_id)
         for connection in connections:
             try:
                 connection.send("dialer.outbound_blocked", blocked)
                 connection.send("dialer.missed_activities", missed)
+                if personal != connection.callbacks:
+                    connection.send("dialer.callbacks", personal)
+                    connection.callbacks = personal
             except Exception:  # the socket closed under us; its handler removes it
                 log.debug("dropping an event for a closed socket", exc_info=True)
 

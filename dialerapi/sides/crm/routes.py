@@ -34,11 +34,13 @@ def push_leads():
 def send_callback_request():
     """Set a callback time on an existing lead now (lead-intake-api.md, POST /api/send-callback-request).
 
-    200 {ok, lead}; 404 unknown_oli_id; 409 lead_in_flight while the lead is live.
+    200 {ok, lead}; 404 unknown_oli_id, unknown_agent (callbackAgentId not on the roster); 409
+    lead_in_flight while the lead is live.
     """
     callback = load(schemas.SendCallbackSchema().load, json_body())
     lead = get_db().run(
-        actions.request_callback, callback["oli_id"], callback["scheduled_at"], clock.now(db_timezone())
+        actions.request_callback, callback["oli_id"], callback["scheduled_at"], clock.now(db_timezone()),
+        callback["callbackAgentId"],
     )
     return {"ok": True, "lead": lead}
 
@@ -48,8 +50,8 @@ def send_callback_request():
 def pending_callback():
     """CRM callback, held while the lead is live (lead-intake-api.md, POST /api/pending-callbacks; D5).
 
-    200 {ok, pending: {id, oli_id, scheduled_at, status: applied}} when applied now, 202 with
-    status pending when held until settle; 404 unknown_oli_id.
+    200 {ok, pending: {id, oli_id, scheduled_at, status: applied}} when applied now, 202 with status pending when held until settle; 404 unknown_oli_id, unknown_agent
+    (callbackAgentId not on the roster).
     """
     action = load(schemas.PendingCallbackSchema().load, json_body())
     stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()), db_timezone())

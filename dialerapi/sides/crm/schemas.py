@@ -159,15 +159,22 @@ def _optional_text(max_chars):
     return Text(load_default=None, allow_none=True, validate=Length(max=max_chars))
 
 
-class SendCallbackSchema(ApiSchema):
-    """POST /api/send-callback-request: `oliId` and exactly one of `scheduledAt` / `ScheduledAt` (D5).
+def _callback_agent_id():
+    """`callbackAgentId` (issue #40): the employee id of the agent the callback waits for; null or absent: anyone."""
+    return StrictInteger(load_default=None, allow_none=True, validate=EMPLOYEE_ID)
 
-    Loads to {oli_id, scheduled_at (naive DB_TIMEZONE datetime)}; past times are accepted.
+
+class SendCallbackSchema(ApiSchema):
+    """POST /api/send-callback-request: `oliId` and exactly one of `scheduledAt` / `ScheduledAt` (D5),
+    and the optional `callbackAgentId` (issue #40).
+
+    Loads to {oli_id, scheduled_at (naive DB_TIMEZONE datetime), callbackAgentId}; past times are accepted.
     """
 
     oliId = OliId(required=True)
     scheduledAt = WallClockDateTime()
     ScheduledAt = WallClockDateTime()
+    callbackAgentId = _callback_agent_id()
 
     @validates_schema(pass_original=True, skip_on_field_errors=False)
     def one_time(self, data, original_data, **kwargs):
@@ -181,7 +188,8 @@ class SendCallbackSchema(ApiSchema):
 
     @post_load
     def to_action(self, data, **kwargs):
-        return {"oli_id": data["oliId"], "scheduled_at": data.get("scheduledAt") or data.get("ScheduledAt")}
+        return {"oli_id": data["oliId"], "scheduled_at": data.get("scheduledAt") or data.get("ScheduledAt"),
+                "callbackAgentId": data["callbackAgentId"]}
 
 
 class AuditSchema(ApiSchema):
@@ -198,11 +206,13 @@ class PendingCallbackSchema(AuditSchema):
     """POST /api/pending-callbacks (camelCase). `scheduledAt` must not be more than 5 minutes in the past.
 
     Loads to {oli_id, action: "callback", scheduled_at, agentId, extension, callbackType,
-    workStatus, subDisposition, remarks}.
+    workStatus, subDisposition, remarks, callbackAgentId}. `agentId` is the audit field (who filed
+    it); `callbackAgentId` the agent the callback waits for (issue #40).
     """
 
     oliId = OliId(required=True)
     scheduledAt = WallClockDateTime(required=True)
+    callbackAgentId = _callback_agent_id()
     callbackType = Text(load_default=None, allow_none=True, validate=OneOf(["today", "future_day"]))
 
     @validates_schema(skip_on_field_errors=True)

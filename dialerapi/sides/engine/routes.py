@@ -74,12 +74,14 @@ def engine_agent_state():
 @engine_bp.post("/floor")
 def engine_floor():
     """The floor per form_type for a pacing engine (issue #29): 200 {ok, at, maintenance,
-    leads_due_cap, form_types: [{form_type, agents, calls, leads_due, leads_due_capped}]}.
+    leads_due_cap, floor_abandons, form_types: [{form_type, agents, calls, leads_due, leads_due_capped,
+    abandons, personal_callbacks}]}.
 
     One consistent snapshot (rules.floor.floor_state); `at` is its `now`, wall-clock DB_TIMEZONE.
     Reads only: no request_id, nothing stored.
     """
     wanted = load(EngineFloorSchema().load, json_body())
-    now = clock.now(db_timezone())
-    state = get_db().run_snapshot(floor.floor_state, now, wanted.get("form_type"))
+    tz = db_timezone()
+    now = clock.now(tz)
+    state = get_db().run_snapshot(floor.floor_state, now, wanted.get("form_type"), tz)
     return {"ok": True, "at": clock.format_wall_clock(now), **state}

@@ -1,0 +1,123 @@
+"""Personal callbacks (issue #40): a callback the CRM files for a named agent waits for that agent.
+
+A Callback lead whose callback_agent_id is set (the CRM's `callbackAgentId`, migration 0015) is its
+owner's: the owner's progressive claim takes it before any other work (claims.claim_next), and no
+other claim, progressive or predictive, takes it until it has been due for
+`personal_callback_fallback_minutes` (sales_dialer_config; 0 at once, NULL never: VICIdial's
+USERONLY) or its owner leaves the roster. Past the fallback it is an ordinary callback for anyone
+with the skill (the owner's claim still looks for it first). Any claim of the lead, a push, a newer
+callback or a disposition ends the ownership (dialstate.write_lead), and the owner's panel hears
+of every change to the list (`dialer.callbacks`, sides.agent.socket).
+
+Functions take the connection first and run in the caller's transaction. Times are naive
+wall-clock DB_TIMEZONE datetimes (decisions.md D2); `tz` is that zone, None where the caller has
+none (elapsed time is then wall-clock difference, off by an hour across a daylight-saving change).
+"""
+
+import math
+from datetime import timedelta
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules.states import CALLBACK, UnknownAgent
+
+# The agent's list holds the personal callbacks due within this many hours, and those already due.
+LIST_HOURS = 24
+MAX_ITEMS = 100
+# Personal callbacks an owner's claim reads at once (the first lawful one is taken).
+OWNER_CANDIDATES = 20
+FALLBACK_RANGE = (0, 7 * 24 * 60)
+FLOOR_COUNTS = ("owner_free", "owner_busy", "past_fallback")
+NEVER = None
+
+
+def _plus(moment, minutes, tz):
+    """The wall-clock time `minutes` of elapsed time after `moment` (before it when negative)."""
+    delta = timedelta(minutes=minutes)
+    return clock.after(moment, delta, tz) if tz is not None else moment + delta
+
+
+def fallback_edge(now, config, tz=None):
+    """The latest due time of a personal callback that has fallen back at `now`, or None (never falls back)."""
+    minutes = config.personal_callback_fallback_minutes
+    return None if minutes is NEVER else _plus(now, -minutes, tz)
+
+
+def fallback_params(now, config, tz=None):
+    """The :fallback_never and :fallback_edge parameters of the statements that leave owned callbacks out."""
+    edge = fallback_edge(now, config, tz)
+    return {"fallback_never": edge is None, "fallback_edge": edge or now}
+
+
+def kept_from(row, agent_id, now, config, tz=None):
+    """True when the locked master `row` is a personal callback of another owner than `agent_id`
+    (None: a predictive claim) that has not fallen back at `now`: that claim may not take it."""
+    owner = row.get("callback_agent_id")
+    if owner is None or owner == agent_id or row["dial_status"] != CALLBACK:
+        return False
+    edge = fallback_edge(now, config, tz)
+    return edge is None or row["callback_scheduled_at"] is None or row["callback_scheduled_at"] > edge
+
+
+def check_owner(conn, agent_id):
+    """Lock `agent_id`'s roster row in share mode (None: no owner). Raises UnknownAgent (404 unknown_agent)."""
+    if agent_id is not None and queries.lock_agent_shared(conn, agent_id=agent_id) is None:
+        raise UnknownAgent(agent_id)
+
+
+def owner_candidates(conn, agent_id, skills, now, callbacks_open, zones):
+    """The owner's due personal callbacks of `skills`, as claims.sql due_candidates rows, oldest due first.
+
+    `zones`: the ids of the call zones open now, None for every zone; a row's `lawful` says whether
+    its zone is open.
+    """
+    if not skills or not callbacks_open:
+        return []
+    return list(queries.personal_due(
+        conn, part=0, agent_id=agent_id, skills=tuple(skills), now=now, callbacks_open=callbacks_open,
+        any_zone=zones is None, zone_ids=tuple(zones or ()) or (0,), max_rows=OWNER_CANDIDATES))
+
+
+def agent_callbacks(conn, agent_id, now, tz, config):
+    """The `dialer.callbacks` data and GET /api/callbacks body of one agent (issue #40 item 3).
+
+    {agent_id, fallback_minutes (None: never), items: [{oli_id, data_id, client_name, form_type,
+    callback_scheduled_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), due (bool), fallback_at (the same
+    format, None: never), minutes_until_fallback (whole minutes, rounded up, 0 once past, None:
+    never)}]}: the agent's personal callbacks due in the next LIST_HOURS hours and those already
+    due, oldest first, at most MAX_ITEMS. Raises UnknownAgent.
+    """
+    if queries.agent_exists(conn, agent_id=agent_id) == 0:
+        raise UnknownAgent(agent_id)
+    minutes = config.personal_callback_fallback_minutes
+    until = _plus(now, LIST_HOURS * 60, tz)
+    items = []
+    for row in queries.agent_callbacks(conn, agent_id=agent_id, until=until, max_items=MAX_ITEMS):
+        due_at = row["callback_scheduled_at"]
+        fallback_at = None if minutes is NEVER else _plus(due_at, minutes, tz)
+        left = None
+        if fallback_at is not None:
+            seconds = (clock.instant(fallback_at, tz) - clock.instant(now, tz)).total_seconds() if tz else \
+                (fallback_at - now).total_seconds()
+            left = max(0, math.ceil(seconds / 60))
+        items.append({
+            "oli_id": row["oli_id"], "data_id": row["data_id"], "client_name": row["client_name"],
+            "form_type": row["form_type"], "callback_scheduled_at": clock.format_wall_clock(due_at),
+            "due": due_at <= now, "fallback_at": clock.format_wall_clock(fallback_at),
+            "minutes_until_fallback": left,
+        })
+    return {"agent_id": agent_id, "fallback_minutes": minutes, "items": items}
+
+
+def floor_counts(conn, now, config, tz=None):
+    """{form_type: {"owner_free", "owner_busy", "past_fallback"}}: the due personal callbacks per
+    form_type (issue #40 item 4) whose owner is free now, whose owner is not (on a call, wrap-up,
+    paused, blocked, panel inactive), and those past their fallback or with an owner gone."""
+    return {row["form_type"]: {name: int(row[name]) for name in FLOOR_COUNTS}
+            for row in queries.personal_callbacks_due(conn, now=now, **fallback_params(now, config, tz))}
+
+
+def release_owner(conn, agent_id):
+    """An agent leaves the roster: their personal callbacks, stored and held, become anyone's now."""
+    queries.clear_owner_of_leads(conn, agent_id=agent_id)
+    queries.clear_owner_of_held(conn, agent_id=agent_id)
