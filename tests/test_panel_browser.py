@@ -122,6 +122,37 @@ def test_a_crm_callback_clears_the_missed_activity_on_the_panel_within_2_seconds
     assert browser.find_element(By.ID, "no-activities").is_displayed()
 
 
+def callback_rows(browser):
+    """The personal-callback rows as the panel shows them now: (data-oli-id, class) per row."""
+    rows = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#callbacks tbody tr'))"
+        ".map(row => [row.getAttribute('data-oli-id'), row.className]);")
+    return [tuple(row) for row in rows]
+
+
+def test_the_panel_shows_the_agents_personal_callbacks_due_ones_marked(page, browser, floor, new_lead, sql,
+                                                                        live_server):
+    """Issue #40 item 3: the owner's callbacks in a table, the due ones marked, and a callback the
+    CRM files for the agent appears without a reload."""
+    sql("INSERT INTO sales_agents (id, extension, name) VALUES (502, '4502', 'Ravi Kumar')")
+    for oli_id, owner, due in (("DUE-1", 501, "2026-11-21 09:50:00"), ("LATER-1", 501, "2026-11-21 13:00:00"),
+                               ("THEIRS-1", 502, "2026-11-21 09:50:00")):
+        new_lead(oli_id)
+        sql("UPDATE sales_master SET dial_status = 'Callback', next_retry_at = NULL, callback_scheduled_at = %s,"
+            " callback_agent_id = %s WHERE oli_id = %s", due, owner, oli_id)
+    new_lead("NEW-1")
+    page()
+    wait_for(browser, lambda: callback_rows(browser) == [("DUE-1", "due"), ("LATER-1", "")])
+    assert not browser.find_element(By.ID, "no-callbacks").is_displayed()
+    answer = requests.post(live_server.url("/api/pending-callbacks"), headers=AUTH, timeout=10, json={
+        "oliId": "NEW-1", "scheduledAt": "2026-11-21 12:00:00", "callbackAgentId": 501})
+    assert answer.status_code == 200, answer.text
+    wait_for(browser, lambda: callback_rows(browser) == [("DUE-1", "due"), ("NEW-1", ""), ("LATER-1", "")])
+    cells = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#callbacks tbody tr:first-child td')).map(c => c.textContent);")
+    assert cells[:4] == ["DUE-1", "Meena Sundaram", "home_loan", "2026-11-21 09:50:00 (due)"]
+
+
 def test_a_pause_with_other_and_a_note(page, browser, floor, sql):
     page()
     wait_for(browser, lambda: len(Select(browser.find_element(By.ID, "pause-code")).options) > 1)

@@ -145,6 +145,39 @@ def test_claims_through_two_nodes_never_reserve_a_lead_twice(hosts, node_url, sq
         sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0, reservation_id = NULL")
 
 
+def test_personal_callbacks_filed_on_one_node_go_to_their_owners_only_through_two_nodes(hosts, node_url, sql, agents):
+    """Issue #40: the CRM files personal callbacks for half the agents through host A (node 1);
+    every agent claims at once through both hosts, rounds on end: each callback goes to its owner,
+    none twice, the same on every node."""
+    owners = agents[:ACTORS // 2]
+    names = []
+    for owner in owners:
+        for n in range(2):
+            name = f"PC-{owner}-{n}"
+            assert push(hosts["A"], [lead(name, "personal")])[0] == 201
+            response = hosts["A"].test_client().post("/api/pending-callbacks", headers=AUTH, json={
+                "oliId": name, "scheduledAt": (DEFAULT_NOW - timedelta(minutes=n + 1)).strftime("%Y-%m-%d %H:%M:%S"),
+                "callbackAgentId": owner})
+            assert response.status_code == 200, response.get_json()
+            names.append(name)
+    for run in range(2):
+        due_leads(sql, run)
+    taken = []
+    for run in range(2):
+        got = at_once(lambda agent_id: (agent_id, claim(hosts, agent_id, f"pc{run}")), agents)
+        assert None not in [row for _, row in got], f"run {run}: a claim was empty while leads were due"
+        taken += [(agent_id, row["oli_id"]) for agent_id, row in got]
+    assert len({oli_id for _, oli_id in taken}) == len(taken) == 2 * ACTORS
+    assert sorted(oli_id for _, oli_id in taken if oli_id.startswith("PC-")) == sorted(names)
+    for agent_id, oli_id in taken:
+        if oli_id.startswith("PC-"):
+            assert oli_id.split("-")[1] == str(agent_id), f"{oli_id} went to {agent_id}"
+    live = same_on_every_node(node_url, "SELECT oli_id, callback_agent_id FROM sales_master"
+                              " WHERE dial_status = 'Calling' AND isReserved = 1 ORDER BY oli_id")
+    assert sorted(row["oli_id"] for row in live) == sorted(oli_id for _, oli_id in taken)
+    assert {row["callback_agent_id"] for row in live} == {None}, "a claim ends the ownership on every node"
+
+
 def test_crm_callbacks_at_settle_through_the_other_node_are_applied_once(hosts, node_url, sql, agents):
     leads = due_leads(sql, 0)
     claimed = at_once(lambda agent_id: claim(hosts, agent_id, 0), agents)

@@ -115,6 +115,8 @@
     } else if (event === "dialer.missed_activities") {
       showBlocked(data.blocked);
       showActivities(data);
+    } else if (event === "dialer.callbacks") {
+      showCallbacks(data);
     } else if (event === "agent.paused") {
       $("paused").textContent = "paused: " + data.code + (data.note ? " (" + data.note + ")" : "");
       $("paused").dataset.code = data.code;
@@ -159,6 +161,35 @@
     });
     $("activities").hidden = data.items.length === 0;
     $("no-activities").hidden = data.items.length !== 0;
+  }
+
+  // Personal callbacks (issue #40): times are the service's wall clock (DB_TIMEZONE), shown as sent.
+  function fallbackText(item) {
+    if (item.fallback_at === null) { return "never"; }
+    return item.minutes_until_fallback > 0
+      ? "in " + item.minutes_until_fallback + " min (" + item.fallback_at + ")"
+      : "now";
+  }
+
+  function showCallbacks(data) {
+    var body = $("callbacks").querySelector("tbody");
+    body.textContent = "";
+    data.items.forEach(function (item) {
+      var row = document.createElement("tr");
+      row.dataset.oliId = item.oli_id;
+      row.dataset.due = String(item.due);
+      if (item.due) { row.className = "due"; }
+      [item.oli_id, item.client_name, item.form_type,
+        item.callback_scheduled_at + (item.due ? " (due)" : ""), fallbackText(item)]
+        .forEach(function (text) {
+          var cell = document.createElement("td");
+          cell.textContent = text;
+          row.appendChild(cell);
+        });
+      body.appendChild(row);
+    });
+    $("callbacks").hidden = data.items.length === 0;
+    $("no-callbacks").hidden = data.items.length !== 0;
   }
 
   function fillPicker(reasons, source) {
