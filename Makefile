@@ -41,6 +41,7 @@ bench: install
 	scripts/ensure-wrk.sh
 	$(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/claim_bench.py \
 	  && $(BIN)/python bench/compliance_bench.py && $(BIN)/python bench/abandon_bench.py \
+	  && $(BIN)/python bench/personal_callback_bench.py \
 	  && $(BIN)/python bench/floor_bench.py \
 	  && scripts/galera.sh with $(BIN)/python bench/cluster_bench.py'
 

@@ -208,6 +208,15 @@ def busy_floor(url, now, unlawful=None):
             "empty_answers": empty, "empty_answers_while_leads_were_due": wrong_empty, "unlawful": wrong}
 
 
+def timed_claim(db, agent_id, now):
+    """A progressive claim for `agent_id` in its own transaction, rolled back: (the row or None, ms)."""
+    started = time.perf_counter()
+    with db.transaction() as conn:
+        row = claims.claim_next(conn, agent_id, now, tz=UTC)
+        conn.rollback()
+    return row, (time.perf_counter() - started) * 1000
+
+
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
@@ -220,12 +229,8 @@ def main():
     claim_ms, reference_ms, empty = [], [], 0
 
     for _ in range(ROUNDS):
-        agent_id = rng.randint(1, AGENTS)
-        started = time.perf_counter()
-        with db.transaction() as conn:
-            row = claims.claim_next(conn, agent_id, now, tz=UTC)
-            conn.rollback()
-        claim_ms.append((time.perf_counter() - started) * 1000)
+        row, ms = timed_claim(db, rng.randint(1, AGENTS), now)
+        claim_ms.append(ms)
         empty += row is None
         started = time.perf_counter()
         with db.transaction() as conn, conn.cursor() as cur:

@@ -93,7 +93,7 @@ def test_0013_on_a_populated_floor_keeps_every_lead_and_the_previous_release_ser
     # This release reads the new indexes, without sorting, and the same leads in the same order.
     config = dialstate.load_config(conn)
     common = {"part": 0, "form_type": "home_loan", "now": NOW, "callbacks_open": True, "all_priorities": True,
-              "priorities": (0,), "max_rows": 40}
+              "priorities": (0,), "max_rows": 40, "fallback_never": False, "fallback_edge": NOW}
     for query, params, index in ((queries.due_candidates, {"any_zone": False, "zone_ids": (0, 1)}, "ix_claim_due"),
                                  (queries.due_candidates_in_zone, {"zone_id": 1}, "ix_claim_zone")):
         with conn.cursor() as cur:

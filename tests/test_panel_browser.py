@@ -21,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 import faketime
-from conftest import SECRET, ensure_program, mint_token, start_gunicorn, utc_text
+from conftest import ENGINE_SECRET, SECRET, ensure_program, mint_token, start_gunicorn, utc_text
 from wsclient import Client
 
 AUTH = {"X-API-Key": SECRET}
@@ -151,6 +151,19 @@ def test_the_panel_shows_the_agents_personal_callbacks_due_ones_marked(page, bro
     cells = browser.execute_script(
         "return Array.from(document.querySelectorAll('#callbacks tbody tr:first-child td')).map(c => c.textContent);")
     assert cells[:4] == ["DUE-1", "Meena Sundaram", "home_loan", "2026-11-21 09:50:00 (due)"]
+
+
+def test_a_callback_falling_due_is_marked_due_on_the_panel_without_an_event(page, browser, floor, new_lead, sql,
+                                                                             live_server):
+    """The panel counts seconds_until_due on from when it got the list (redrawn every 5 s)."""
+    at = requests.post(live_server.url("/engine/floor"), json={}, timeout=10,
+                       headers={"X-API-Key": ENGINE_SECRET}).json()["at"]
+    new_lead("SOON-1")
+    sql("UPDATE sales_master SET dial_status = 'Callback', next_retry_at = NULL,"
+        " callback_scheduled_at = %s + INTERVAL 15 SECOND, callback_agent_id = 501 WHERE oli_id = 'SOON-1'", at)
+    page()
+    wait_for(browser, lambda: callback_rows(browser) == [("SOON-1", "")], LOAD_SECONDS)
+    wait_for(browser, lambda: callback_rows(browser) == [("SOON-1", "due")], 30)
 
 
 def test_a_pause_with_other_and_a_note(page, browser, floor, sql):

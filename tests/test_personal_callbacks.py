@@ -248,9 +248,22 @@ def test_the_owner_leaving_the_roster_hands_it_to_anyone_at_once(run, two_agents
     assert claimed(run, OTHER) == "OLI-1"
 
 
-def test_any_claim_ends_the_ownership(run, two_agents, personal, sql):
+@pytest.mark.parametrize("claimer, outcome", [(OWNER, "no_answer"), (OWNER, "answered"), (OTHER, "busy")])
+def test_the_end_of_its_call_ends_the_ownership_whoever_claimed_it(run, two_agents, personal, sql, claimer, outcome):
+    set_fallback(sql, 0)
     personal("OLI-1")
-    assert claimed(run, OWNER) == "OLI-1"
+    assert claimed(run, claimer) == "OLI-1"
+    assert owner_of(sql, "OLI-1") == OWNER, "kept while the call is live"
+    run(dialstate.settle, "OLI-1", outcome, NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000, agent_id=claimer)
+    assert owner_of(sql, "OLI-1") is None
+    assert sql.one("SELECT agent_id FROM dialerapi_outbox ORDER BY id DESC LIMIT 1")["agent_id"] == OWNER
+
+
+def test_a_released_reservation_ends_the_ownership_too(run, two_agents, personal, sql):
+    personal("OLI-1")
+    lead = run(claims.claim_next, OWNER, NOW, tz=TZ)
+    run(dialstate.release, "OLI-1", NOW, tz=TZ, grace_minutes=10, release_retry_ms=1000,
+        reservation_id=lead["reservation_id"])
     assert owner_of(sql, "OLI-1") is None
 
 
@@ -281,6 +294,20 @@ def test_never_outside_the_work_window(run, two_agents, personal, sql):
     assert claimed(run, OWNER, now=datetime(2026, 11, 21, 9, 0)) == "OLI-1"
 
 
+def test_the_owners_callback_in_an_open_zone_goes_before_other_work_past_those_in_closed_zones(
+        run, two_agents, personal, new_lead, sql, frozen_clock):
+    sql("UPDATE sales_dialer_config SET obey_calling_window = 1, personal_callback_fallback_minutes = NULL")
+    for n in range(3):  # due first, asleep in New York
+        personal(f"NY-{n}", phone_number="+1 212 555 0100", due=datetime(2026, 11, 20, 0, n))
+    personal("IN-1", due=datetime(2026, 11, 21, 9, 0))
+    new_lead("FRESH")
+    new_york, india = ZoneInfo("America/New_York"), ZoneInfo("Asia/Kolkata")
+    moment = datetime(2026, 11, 23, 3, 0, tzinfo=new_york)
+    assert 9 <= moment.astimezone(india).hour < 21, "Indian calling hours, New York night"
+    frozen_clock(moment)
+    assert claimed(run, OWNER, now=clock.now(TZ)) == "IN-1"
+
+
 def test_never_outside_the_customers_calling_window(run, two_agents, personal, sql, frozen_clock):
     personal("NY", phone_number="+1 212 555 0100", due=datetime(2026, 11, 20, 0, 0))
     sql("UPDATE sales_dialer_config SET obey_calling_window = 1")
@@ -309,7 +336,8 @@ def test_get_callbacks_lists_the_owners_due_and_next_24_hours(client, auth, two_
     first = body["items"][0]
     assert first == {"oli_id": "PAST", "data_id": sql.lead("PAST")["data_id"], "client_name": "Meena Sundaram",
                      "form_type": "home_loan", "callback_scheduled_at": "2026-11-21 09:15:00", "due": True,
-                     "fallback_at": "2026-11-21 09:45:00", "minutes_until_fallback": 0}
+                     "seconds_until_due": 0, "fallback_at": "2026-11-21 09:45:00", "minutes_until_fallback": 0}
+    assert body["items"][2]["seconds_until_due"] == 7200
 
 
 def test_get_callbacks_with_the_agents_own_token_and_not_anothers(client, two_agents, personal, live_server):
@@ -356,10 +384,14 @@ def test_the_socket_sends_the_list_on_connect_and_when_it_changes(live_server, s
         assert response.status_code == 200, response.text
         changed = frames_until(client, "dialer.callbacks")
         assert [i["oli_id"] for i in changed["items"]] == ["DUE", "NEW"]
-        # The engine claims the due one for the owner: it leaves the list.
-        claim = requests.post(live_server.url("/engine/claim"), headers={"X-API-Key": ENGINE_SECRET},
+        # The engine claims the due one for the owner and the call connects: it has left the list.
+        engine = {"X-API-Key": ENGINE_SECRET}
+        claim = requests.post(live_server.url("/engine/claim"), headers=engine,
                               json={"mode": "progressive", "agent_id": OWNER, "request_id": "pc-1"})
         assert claim.json()["lead"]["oli_id"] == "DUE"
+        connected = requests.post(live_server.url("/engine/call-connected"), headers=engine, json={
+            "oli_id": "DUE", "agent_id": OWNER, "call_type": "outbound", "request_id": "pc-2"})
+        assert connected.status_code == 200, connected.text
         assert [i["oli_id"] for i in frames_until(client, "dialer.callbacks")["items"]] == ["NEW"]
     finally:
         client.close()

@@ -139,6 +139,7 @@ class PersonalCallbackSchema(Schema):
     callback_scheduled_at = fields.String(required=True, metadata={"example": "2026-11-27 11:00:00",
                                                                     "description": "Wall-clock DB_TIMEZONE"})
     due = fields.Boolean(required=True)
+    seconds_until_due = fields.Integer(required=True, metadata={"description": "0 once due; as of the answer"})
     fallback_at = fields.String(required=True, allow_none=True, metadata={
         "description": "When anyone with the skill may take it (DB_TIMEZONE); null: never"})
     minutes_until_fallback = fields.Integer(required=True, allow_none=True, metadata={

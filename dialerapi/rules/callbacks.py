@@ -5,9 +5,12 @@ owner's: the owner's progressive claim takes it before any other work (claims.cl
 other claim, progressive or predictive, takes it until it has been due for
 `personal_callback_fallback_minutes` (sales_dialer_config; 0 at once, NULL never: VICIdial's
 USERONLY) or its owner leaves the roster. Past the fallback it is an ordinary callback for anyone
-with the skill (the owner's claim still looks for it first). Any claim of the lead, a push, a newer
-callback or a disposition ends the ownership (dialstate.write_lead), and the owner's panel hears
-of every change to the list (`dialer.callbacks`, sides.agent.socket).
+with the skill (the owner's claim still looks for it first). The end of a call of the lead (settle
+or release, whoever claimed it), a push, a newer callback or a disposition ends the ownership
+(dialstate.write_lead), and the owner's panel is told (`dialer.callbacks`, sides.agent.socket).
+A claim itself writes nothing of it, so a claim costs no more than before but for the owner's
+read: the claimed lead leaves the owner's list (it is no longer due), and the panel hears it at the
+call's connect (a missed activity opens) or its end.
 
 Functions take the connection first and run in the caller's transaction. Times are naive
 wall-clock DB_TIMEZONE datetimes (decisions.md D2); `tz` is that zone, None where the caller has
@@ -24,8 +27,6 @@ from dialerapi.rules.states import CALLBACK, UnknownAgent
 # The agent's list holds the personal callbacks due within this many hours, and those already due.
 LIST_HOURS = 24
 MAX_ITEMS = 100
-# Personal callbacks an owner's claim reads at once (the first lawful one is taken).
-OWNER_CANDIDATES = 20
 FALLBACK_RANGE = (0, 7 * 24 * 60)
 FLOOR_COUNTS = ("owner_free", "owner_busy", "past_fallback")
 NEVER = None
@@ -35,6 +36,13 @@ def _plus(moment, minutes, tz):
     """The wall-clock time `minutes` of elapsed time after `moment` (before it when negative)."""
     delta = timedelta(minutes=minutes)
     return clock.after(moment, delta, tz) if tz is not None else moment + delta
+
+
+def _seconds_between(earlier, later, tz):
+    """Elapsed seconds from one wall-clock time to another (negative when `later` is earlier)."""
+    if tz is None:
+        return (later - earlier).total_seconds()
+    return (clock.instant(later, tz) - clock.instant(earlier, tz)).total_seconds()
 
 
 def fallback_edge(now, config, tz=None):
@@ -65,26 +73,30 @@ def check_owner(conn, agent_id):
         raise UnknownAgent(agent_id)
 
 
-def owner_candidates(conn, agent_id, skills, now, callbacks_open, zones):
-    """The owner's due personal callbacks of `skills`, as claims.sql due_candidates rows, oldest due first.
+def owner_read(agent_id, skills, now, callbacks_open, zones, max_rows):
+    """The read of `agent_id`'s due personal callbacks of `skills` that a progressive claim adds to
+    its first candidate statement (claims._candidates): [(query, params)], or [] when there is
+    none to make (a predictive claim, no skill, callbacks outside the work window).
 
-    `zones`: the ids of the call zones open now, None for every zone; a row's `lawful` says whether
-    its zone is open.
+    Its rows are claims.sql due_candidates rows in bucket 0 (before every other), oldest due first,
+    at most `max_rows` (growing with the claim's window); `lawful` says whether the lead's call zone is open (`zones`: the ids
+    of the zones open now, None for every zone).
     """
-    if not skills or not callbacks_open:
+    if agent_id is None or not skills or not callbacks_open:
         return []
-    return list(queries.personal_due(
-        conn, part=0, agent_id=agent_id, skills=tuple(skills), now=now, callbacks_open=callbacks_open,
-        any_zone=zones is None, zone_ids=tuple(zones or ()) or (0,), max_rows=OWNER_CANDIDATES))
+    return [(queries.personal_due, {
+        "form_type": None, "agent_id": agent_id, "skills": tuple(skills), "now": now, "callbacks_open": callbacks_open,
+        "any_zone": zones is None, "zone_ids": tuple(zones or ()) or (0,), "max_rows": max_rows})]
 
 
 def agent_callbacks(conn, agent_id, now, tz, config):
     """The `dialer.callbacks` data and GET /api/callbacks body of one agent (issue #40 item 3).
 
     {agent_id, fallback_minutes (None: never), items: [{oli_id, data_id, client_name, form_type,
-    callback_scheduled_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), due (bool), fallback_at (the same
-    format, None: never), minutes_until_fallback (whole minutes, rounded up, 0 once past, None:
-    never)}]}: the agent's personal callbacks due in the next LIST_HOURS hours and those already
+    callback_scheduled_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), due (bool), seconds_until_due (0
+    once due), fallback_at (the same format, None: never), minutes_until_fallback (whole minutes,
+    rounded up, 0 once past, None: never)}]}, as of `now`: a panel counts the seconds on from when
+    it got them (its clock need not agree with the service's). The agent's personal callbacks due in the next LIST_HOURS hours and those already
     due, oldest first, at most MAX_ITEMS. Raises UnknownAgent.
     """
     if queries.agent_exists(conn, agent_id=agent_id) == 0:
@@ -95,16 +107,12 @@ def agent_callbacks(conn, agent_id, now, tz, config):
     for row in queries.agent_callbacks(conn, agent_id=agent_id, until=until, max_items=MAX_ITEMS):
         due_at = row["callback_scheduled_at"]
         fallback_at = None if minutes is NEVER else _plus(due_at, minutes, tz)
-        left = None
-        if fallback_at is not None:
-            seconds = (clock.instant(fallback_at, tz) - clock.instant(now, tz)).total_seconds() if tz else \
-                (fallback_at - now).total_seconds()
-            left = max(0, math.ceil(seconds / 60))
+        left = None if fallback_at is None else max(0, math.ceil(_seconds_between(now, fallback_at, tz) / 60))
         items.append({
             "oli_id": row["oli_id"], "data_id": row["data_id"], "client_name": row["client_name"],
             "form_type": row["form_type"], "callback_scheduled_at": clock.format_wall_clock(due_at),
-            "due": due_at <= now, "fallback_at": clock.format_wall_clock(fallback_at),
-            "minutes_until_fallback": left,
+            "due": due_at <= now, "seconds_until_due": max(0, round(_seconds_between(now, due_at, tz))),
+            "fallback_at": clock.format_wall_clock(fallback_at), "minutes_until_fallback": left,
         })
     return {"agent_id": agent_id, "fallback_minutes": minutes, "items": items}
 

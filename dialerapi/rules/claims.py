@@ -71,7 +71,7 @@ def lock_agent(conn, agent_id):
     return with_lists(agent)
 
 
-def _candidates(conn, wanted, now, config, max_rows, zones, tz):
+def _candidates(conn, wanted, now, config, max_rows, zones, tz=None, agent_id=None):
     """Unlocked candidate lead ids in claim order, and whether they are all there are.
 
     `wanted`: (form_type, allowed priority_ids) pairs; an empty priority list allows every priority.
@@ -87,7 +87,9 @@ def _candidates(conn, wanted, now, config, max_rows, zones, tz):
     statement, and from the first statement on while the same zones are open (`_by_zone`). So the
     cost does not grow with the leads asleep.
 
-    Personal callbacks (issue #40) are left out until their fallback (rules.callbacks).
+    Personal callbacks (issue #40) are left out until their fallback (rules.callbacks); with
+    `agent_id` (a progressive claim), that agent's own due ones of these form_types are read in the
+    same statement and come first (bucket 0), whatever the agent's priority list.
     """
     callbacks_open = _callbacks_open(now, config)
     fallback = callbacks.fallback_params(now, config, tz)
@@ -95,14 +97,20 @@ def _candidates(conn, wanted, now, config, max_rows, zones, tz):
                           "all_priorities": not priorities, "priorities": tuple(priorities) or (0,),
                           "max_rows": max_rows, **fallback}
               for form_type, priorities in wanted}
+    # The owner's read starts at one row (the first is nearly always taken) and grows as the others do.
+    own = callbacks.owner_read(agent_id, [form_type for form_type, _ in wanted], now, callbacks_open, zones,
+                               max(1, max_rows // CANDIDATES))
     if zones is None:
         reads = [(queries.due_candidates, {**params, "any_zone": True, "zone_ids": (0,)}) for params in common.values()]
-        candidates, complete, _ = _read(conn, reads, max_rows)
+        candidates, complete, _ = _read(conn, own + reads, max_rows)
         return _in_claim_order(candidates, now), complete
     by_zone = [form_type for form_type in common if _by_zone.get(form_type) == zones]
     heads = [(queries.due_candidates, {**params, "any_zone": False, "zone_ids": zones})
              for form_type, params in common.items() if form_type not in by_zone]
-    candidates, complete, sparse = _read(conn, heads + _zone_reads(common, by_zone, zones), max_rows)
+    candidates, complete, sparse = _read(conn, own + heads + _zone_reads(common, by_zone, zones), max_rows)
+    if None in sparse:
+        sparse.remove(None)
+        candidates += _own_lawful(conn, own)
     if sparse:
         with _by_zone_lock:
             _by_zone.update((form_type, zones) for form_type in sparse)
@@ -110,6 +118,19 @@ def _candidates(conn, wanted, now, config, max_rows, zones, tz):
         candidates += more
         complete = complete and more_complete
     return _in_claim_order(candidates, now), complete
+
+
+def _own_lawful(conn, own):
+    """The owner's due personal callbacks read on, in larger windows, past those in closed call
+    zones, until a lawful one is found or there are no more: they go before the owner's other work."""
+    ((query, params),) = own
+    limit = params["max_rows"]
+    while True:
+        limit *= WINDOW_GROWTH
+        rows = union_all(conn, [(query, {**params, "max_rows": limit, "part": 0})])
+        lawful = [row for row in rows if row["lawful"]]
+        if lawful or len(rows) < limit:
+            return lawful
 
 
 def _callbacks_open(now, config):
@@ -124,7 +145,8 @@ def _zone_reads(common, form_types, zones):
 def _read(conn, reads, max_rows):
     """Run `reads`, (query, params) pairs, in one statement. Returns their lawful rows, whether no
     read was cut at its max_rows, and the form_types whose read was cut with fewer than `max_rows`
-    lawful rows (a head mostly asleep: to be read zone by zone)."""
+    lawful rows (a head mostly asleep: to be read zone by zone), with None among them when the
+    owner's read (callbacks.owner_read) was cut with none lawful."""
     rows = union_all(conn, [(query, {**params, "part": number}) for number, (query, params) in enumerate(reads)])
     found = [[] for _ in reads]
     for row in rows:
@@ -132,6 +154,11 @@ def _read(conn, reads, max_rows):
     candidates, complete, sparse = [], True, []
     for (_, params), read in zip(reads, found):
         lawful = [row for row in read if row["lawful"]]
+        if params.get("form_type") is None:  # the agent's own callbacks (callbacks.owner_read)
+            candidates += lawful
+            if not lawful and len(read) == params["max_rows"]:
+                sparse.append(None)  # all in closed call zones: read on (_own_lawful)
+            continue
         cut = len(read) == params["max_rows"]
         if cut and len(lawful) < max_rows:
             sparse.append(params["form_type"])
@@ -164,7 +191,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
     zones = compliance.open_zone_ids(conn, now, tz, config)
     max_rows = CANDIDATES
     while True:
-        ids, complete = _candidates(conn, wanted, now, config, max_rows, zones, tz)
+        ids, complete = _candidates(conn, wanted, now, config, max_rows, zones, tz, agent_id)
         for lead_id in ids:
             if lead_id in tried:
                 continue
@@ -195,25 +222,6 @@ def _claimable(conn, row, now, tz, config, agent_id):
     return compliance.refusal(conn, row, now, tz, config) is None
 
 
-def _lock_own_callback(conn, agent, now, config, tz):
-    """Lock and return the owner's first due personal callback that is lawful now, or None (issue #40).
-
-    Whatever the agent's priority list; only of their skills; never a listed phone (claim_bucket),
-    outside the work window (callbacks_open) or outside the customer's calling window. A row another
-    transaction holds is passed by: the ordinary claim that follows may find it later.
-    """
-    zones = compliance.open_zone_ids(conn, now, tz, config)
-    for candidate in callbacks.owner_candidates(conn, agent["id"], agent["skills"], now,
-                                                _callbacks_open(now, config), zones):
-        if not candidate["lawful"]:
-            continue
-        row = queries.lock_unreserved(conn, id=candidate["id"])
-        if row is not None and row.get("callback_agent_id") == agent["id"] and \
-                _claimable(conn, row, now, tz, config, agent["id"]):
-            return row
-    return None
-
-
 def claim_next(conn, agent_id, now, tz=None):
     """Progressive claim: reserve the next due lead for agent `agent_id`, or return None.
 
@@ -232,9 +240,8 @@ def claim_next(conn, agent_id, now, tz=None):
     reason = dialstate.unavailable_reason(agent, now)
     if reason:
         raise NotClaimable(reason)
-    tz = _zone(tz, config)
-    row = _lock_own_callback(conn, agent, now, config, tz) or _lock_first_due(
-        conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config, tz, agent["id"])
+    row = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config,
+                          _zone(tz, config), agent["id"])
     if row is None:
         return None
     return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)

@@ -166,13 +166,17 @@ def check_reservation(row, reservation_id=None):
 def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=None):
     """Write the end of a live call onto the locked `row`, then what follows from it (D6).
 
-    `changes` are the columns the end of the call writes (a hangup transition, or a release). Ends
+    `changes` are the columns the end of the call writes (a hangup transition, or a release), and
+    the end of a personal callback (callback_agent_id, issue #40: its owner is told). Ends
     the open missed activity of `agent_id` (of every agent when None) for the lead: ended_at = now,
     due_at = `grace_minutes` of elapsed time later, with their exact UTC instants beside them, and
     queues the agents' events; then applies the latest held CRM action of the oli_id, which wins.
     Returns {"lead": the row as it now stands, "pending": the action applied or None}.
     """
     abandons.end_of_call(conn, row)
+    if row.get("callback_agent_id") is not None:
+        # The call of a personal callback ends it (issue #40); its owner's list is told.
+        changes = {**changes, "callback_agent_id": None}
     row = write_lead(conn, row, changes, now)
     grace = timedelta(minutes=grace_minutes)
     ended_at_utc = clock.to_utc(now, tz)

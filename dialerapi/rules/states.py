@@ -342,13 +342,13 @@ def claim_changes(row, now):
 
     The reservation gets a new reservation_id and reserved_at = `now` (wall-clock DB_TIMEZONE), from
     which its lease runs. Attempts are counted by settle, not here, so an originate failure leaves
-    them untouched. A claim ends the lead's personal callback (callback_agent_id, issue #40),
-    whoever took it.
+    them untouched. A personal callback (callback_agent_id, issue #40) stays its owner's until
+    the call ends (dialstate.end_call), whoever took it.
     Claiming a Received, Rejected or Disposed lead (a redial or an inbound call) reopens it;
     leaving Disposed clears disposeRemark.
     """
     changes = {"dial_status": CALLING, "isReserved": 1, "previous_dial_status": row["dial_status"],
-               "reservation_id": str(uuid.uuid4()), "reserved_at": now, "callback_agent_id": None}
+               "reservation_id": str(uuid.uuid4()), "reserved_at": now}
     if row["dial_status"] == DISPOSED:
         changes["disposeRemark"] = None
     return changes

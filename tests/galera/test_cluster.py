@@ -175,7 +175,8 @@ def test_personal_callbacks_filed_on_one_node_go_to_their_owners_only_through_tw
     live = same_on_every_node(node_url, "SELECT oli_id, callback_agent_id FROM sales_master"
                               " WHERE dial_status = 'Calling' AND isReserved = 1 ORDER BY oli_id")
     assert sorted(row["oli_id"] for row in live) == sorted(oli_id for _, oli_id in taken)
-    assert {row["callback_agent_id"] for row in live} == {None}, "a claim ends the ownership on every node"
+    assert {row["oli_id"]: row["callback_agent_id"] for row in live if row["callback_agent_id"]} == {
+        oli_id: agent_id for agent_id, oli_id in taken if oli_id.startswith("PC-")}, "kept until the call ends"
 
 
 def test_crm_callbacks_at_settle_through_the_other_node_are_applied_once(hosts, node_url, sql, agents):

@@ -2,11 +2,12 @@
 --
 -- sales_master.callback_agent_id: the owner of the lead's callback (an employee id on the roster),
 --   NULL for a callback anyone with the skill may take. INVISIBLE, added in place: the engine's
---   SELECT * and column-less INSERT see the table as before, and nothing is rebuilt. Any claim of
---   the lead, a push, a newer callback or a disposition clears it (dialstate.write_lead).
--- ix_callback_agent: an agent's personal callbacks, read by the owner's claim, the agent's list
---   and the floor counts; on this column alone, so a push (which rewrites claim_bucket and
---   claim_due) does not maintain it. Built in place while writes go on.
+--   SELECT * and column-less INSERT see the table as before, and nothing is rebuilt. The end of a
+--   call of the lead, a push, a newer callback or a disposition clears it (dialstate.write_lead).
+-- ix_callback_agent (callback_agent_id, callback_scheduled_at): an agent's personal callbacks in
+--   due order, read by the owner's claim, the agent's list and the floor counts. Not on claim_bucket
+--   or claim_due, which every push, claim and settle rewrite: an entry changes only when a lead's
+--   owner or callback time does. Built in place while writes go on.
 -- sales_pending_actions.callbackAgentId: the owner of a callback held while its lead is live,
 --   applied with it at settle.
 -- sales_dialer_config.personal_callback_fallback_minutes: how long a due personal callback waits
@@ -16,6 +17,7 @@
 -- depends: 0014.abandon-rate
 
 ALTER TABLE sales_master ADD COLUMN callback_agent_id BIGINT NULL INVISIBLE, ALGORITHM=INSTANT;
-ALTER TABLE sales_master ADD KEY ix_callback_agent (callback_agent_id), ALGORITHM=INPLACE, LOCK=NONE;
+ALTER TABLE sales_master ADD KEY ix_callback_agent (callback_agent_id, callback_scheduled_at),
+  ALGORITHM=INPLACE, LOCK=NONE;
 ALTER TABLE sales_pending_actions ADD COLUMN callbackAgentId BIGINT NULL, ALGORITHM=INSTANT;
 ALTER TABLE sales_dialer_config ADD COLUMN personal_callback_fallback_minutes INT NULL DEFAULT 30, ALGORITHM=INSTANT;

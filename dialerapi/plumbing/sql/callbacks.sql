@@ -1,22 +1,25 @@
 -- Personal callbacks (issue #40, rules.callbacks): a Callback lead with callback_agent_id set waits
 -- for that agent until its fallback. Every read here starts from ix_callback_agent (migration
--- 0015), which holds only the leads that have an owner: none of them scans the due leads.
+-- 0015): none of them reads a lead without an owner. The floor counts read every due personal
+-- callback of the floor (a few per agent on a live floor).
 
 -- name: personal_due(part, agent_id, skills, now, callbacks_open, any_zone, zone_ids, max_rows)
 -- The owner's due personal callbacks of the skills given, oldest due first, each with `lawful`
--- (any_zone, or its call zone is open now), in claims.sql due_candidates' shape.
-SELECT :part AS part, claim_bucket AS bucket, id, claim_due AS due, :any_zone OR call_zone_id IN :zone_ids AS lawful
+-- (any_zone, or its call zone is open now), in claims.sql due_candidates' shape with bucket 0:
+-- ahead of all other work. A range of ix_callback_agent in due order, read until max_rows
+-- claimable ones are found; a progressive claim sends it in its first candidate statement.
+SELECT :part AS part, 0 AS bucket, id, claim_due AS due, :any_zone OR call_zone_id IN :zone_ids AS lawful
 FROM sales_master FORCE INDEX (ix_callback_agent)
-WHERE callback_agent_id = :agent_id AND claim_bucket = 1 AND :callbacks_open
-  AND (claim_due IS NULL OR claim_due <= :now) AND form_type IN :skills
-ORDER BY claim_due, id
+WHERE callback_agent_id = :agent_id AND callback_scheduled_at <= :now AND :callbacks_open
+  AND claim_bucket = 1 AND form_type IN :skills
+ORDER BY callback_scheduled_at, id
 LIMIT :max_rows;
 
 -- name: agent_callbacks(agent_id, until, max_items)
 -- An agent's personal callbacks that a claim may take, due at or before :until, oldest first.
 SELECT oli_id, data_id, client_name, form_type, callback_scheduled_at
 FROM sales_master FORCE INDEX (ix_callback_agent)
-WHERE callback_agent_id = :agent_id AND claim_bucket = 1 AND callback_scheduled_at <= :until
+WHERE callback_agent_id = :agent_id AND callback_scheduled_at <= :until AND claim_bucket = 1
 ORDER BY callback_scheduled_at, id
 LIMIT :max_items;
 
@@ -32,7 +35,7 @@ FROM (SELECT m.form_type,
                       AND a.ami_idle = 1 AND (a.wrapup_until IS NULL OR a.wrapup_until <= :now), 0) AS owner_free
       FROM sales_master AS m FORCE INDEX (ix_callback_agent)
       LEFT JOIN sales_agents AS a ON a.id = m.callback_agent_id
-      WHERE m.callback_agent_id IS NOT NULL AND m.claim_bucket = 1 AND m.claim_due <= :now) AS due
+      WHERE m.callback_agent_id IS NOT NULL AND m.callback_scheduled_at <= :now AND m.claim_bucket = 1) AS due
 GROUP BY form_type;
 
 -- name: clear_owner_of_leads(agent_id)!

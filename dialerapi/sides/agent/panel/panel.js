@@ -171,16 +171,29 @@
       : "now";
   }
 
+  // The list as last sent, and when (this browser's clock, used for elapsed time only): a callback
+  // that falls due is marked when it does, without a word from the service.
+  var callbacks = { items: [] };
+  var callbacksAt = 0;
+
   function showCallbacks(data) {
+    callbacks = data;
+    callbacksAt = Date.now();
+    drawCallbacks();
+  }
+
+  function drawCallbacks() {
+    var elapsed = (Date.now() - callbacksAt) / 1000;
     var body = $("callbacks").querySelector("tbody");
     body.textContent = "";
-    data.items.forEach(function (item) {
+    callbacks.items.forEach(function (item) {
+      var due = item.due || item.seconds_until_due <= elapsed;
       var row = document.createElement("tr");
       row.dataset.oliId = item.oli_id;
-      row.dataset.due = String(item.due);
-      if (item.due) { row.className = "due"; }
+      row.dataset.due = String(due);
+      if (due) { row.className = "due"; }
       [item.oli_id, item.client_name, item.form_type,
-        item.callback_scheduled_at + (item.due ? " (due)" : ""), fallbackText(item)]
+        item.callback_scheduled_at + (due ? " (due)" : ""), fallbackText(item)]
         .forEach(function (text) {
           var cell = document.createElement("td");
           cell.textContent = text;
@@ -188,9 +201,11 @@
         });
       body.appendChild(row);
     });
-    $("callbacks").hidden = data.items.length === 0;
-    $("no-callbacks").hidden = data.items.length !== 0;
+    $("callbacks").hidden = callbacks.items.length === 0;
+    $("no-callbacks").hidden = callbacks.items.length !== 0;
   }
+
+  window.setInterval(drawCallbacks, 5000);
 
   function fillPicker(reasons, source) {
     var select = $("pause-code");
