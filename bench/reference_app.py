@@ -6,7 +6,8 @@ transaction with autocommit off, makes the service's statements: read the work w
 phone region of sales_dialer_config, lock the batch's oli_ids (SELECT ... FOR UPDATE in oli_id
 order), look the batch's numbers up on the do-not-call list and their zone sets in
 dialerapi_call_zones (adding a new one), and write every lead with one multi-row INSERT ... ON
-DUPLICATE KEY UPDATE of the same columns and values as the service, `next_retry_at` included: NULL
+DUPLICATE KEY UPDATE of the same columns and values as the service (ending a personal callback,
+issue #40, as it does), `next_retry_at` included: NULL
 inside working hours, else the next work_start (lead-intake-api.md, "Dial-state reset"), computed
 once per batch; phone_e164, do_not_call and call_zone_id as issue #30 has them (phonenumbers: the
 number read with the region, or with a `+` when that is not valid). Then it answers {"ok": true}.
@@ -37,7 +38,8 @@ WINDOW = "SELECT work_start, work_end, phone_default_region FROM sales_dialer_co
 LISTED = "SELECT phone FROM dialerapi_dnc WHERE phone IN %s"
 ZONES = "SELECT id, zones_key FROM dialerapi_call_zones WHERE zones_key IN %s"
 NEW_ZONE = "INSERT IGNORE INTO dialerapi_call_zones (zones_key, zones) VALUES (%s, %s)"
-LOCK = ("SELECT id, oli_id, data_id, dial_status, isReserved FROM sales_master FORCE INDEX (uq_sales_master_oli_id)"
+LOCK = ("SELECT id, oli_id, data_id, dial_status, isReserved, callback_agent_id"
+        " FROM sales_master FORCE INDEX (uq_sales_master_oli_id)"
         " WHERE oli_id IN %s ORDER BY oli_id FOR UPDATE")
 UPSERT = """INSERT INTO sales_master
   (oli_id, data_id, phone_number, client_name, form_type, priority_id, phone_e164, do_not_call, call_zone_id,
@@ -52,7 +54,8 @@ ON DUPLICATE KEY UPDATE
   hangup_by = VALUES(hangup_by), hangup_cause = VALUES(hangup_cause),
   last_attempt_at = VALUES(last_attempt_at), first_attempt_at = VALUES(first_attempt_at),
   next_retry_at = VALUES(next_retry_at), callback_scheduled_at = VALUES(callback_scheduled_at),
-  call_count = VALUES(call_count), isReserved = VALUES(isReserved), updated_at = VALUES(updated_at)"""
+  call_count = VALUES(call_count), isReserved = VALUES(isReserved), updated_at = VALUES(updated_at),
+  callback_agent_id = NULL"""
 
 
 def utcnow():
