@@ -188,3 +188,23 @@ def test_a_reckless_engine_held_by_the_abandon_limit_dials_progressively_and_sta
         assert on[f"service_abandon_rate[{group}]"] <= 0.03 and on[f"service_days_over_target[{group}]"] == 0
         assert on[f"predictive_held[{group}]"] > 0
     assert on["contacts"] > 0.8 * off["contacts"], "held groups go on dialing, progressively"
+
+
+def test_personal_callbacks_go_to_their_owners_on_time_and_are_reported_apart(database_url):
+    """Issue #40 item 6: with personal_callback_share 1 every filed callback names the agent who took
+    the call; the report splits the on-time share into personal and ordinary, counts who took the
+    personal ones, and no other claim takes one before its fallback."""
+    scenario = sim.load_scenario(None, **{**SMALL, "agents": 6, "leads": 300, "hours": 3}, seed=11,
+                                 callback_in_minutes=[5, 40],
+                                 personal_callback_share=1.0)
+    run = sim.replicate(database_url, scenario)["runs"][0]
+    personal, ordinary = run["callbacks"]["personal"], run["callbacks"]["ordinary"]
+    assert personal["due"] > 10 and personal["by_owner"] > 0, personal
+    assert personal["taken_early_by_another"] == 0
+    assert personal["by_owner"] + personal["after_fallback"] == personal["on_time"] + personal["late"]
+    # Only the pushed callbacks (no owner) are ordinary.
+    assert ordinary["due"] <= SMALL["pushed_callbacks"] * 300 * 2
+    kpis = run["kpis"]
+    assert kpis["personal_callbacks_on_time_share"] == round(personal["on_time"] / personal["due"], 4)
+    assert kpis["callbacks_on_time_share"] == round(
+        (personal["on_time"] + ordinary["on_time"]) / (personal["due"] + ordinary["due"]), 4)

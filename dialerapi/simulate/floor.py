@@ -108,7 +108,8 @@ class Floor(Pacing, CrmFilings):
         self.count = Counter()
         self.outcomes = Counter()
         self.waits = []
-        self.callback_lateness = []
+        self.callback_lateness = {"personal": [], "ordinary": []}  # seconds after the effective due moment
+        self.callback_owners = {}  # oli_id -> the agent a filed callback names (issue #40), None for anyone
         self.hours = {}
         self.snapshots = []
 
@@ -354,9 +355,7 @@ class Floor(Pacing, CrmFilings):
 
     def _dial(self, claimed, agent=None):
         scenario = self.scenario
-        due = self.callbacks.pop(claimed.oli_id, None)
-        if claimed.previous_dial_status == dialstate.CALLBACK and due is not None:
-            self.callback_lateness.append((self.t - self._effective_due(due)))
+        self._record_callback_dialed(claimed.oli_id, claimed.previous_dial_status, agent)
         outcome = self.rng.choices(list(scenario.outcomes), weights=list(scenario.outcomes.values()))[0]
         call = Call(claimed.oli_id, claimed.form_type, outcome, self.t, self.now, agent)
         self.live.add(call.oli_id)
@@ -397,7 +396,7 @@ class Floor(Pacing, CrmFilings):
         draw = self.rng.random()
         if draw < scenario.during_call:
             call.filing = "during"
-            self.at(self.t + self.rng.randint(0, max(0, talk - 1)), self._file, call.oli_id)
+            self.at(self.t + self.rng.randint(0, max(0, talk - 1)), self._file, call.oli_id, agent and agent.id)
         elif draw < scenario.files_outcome:
             call.filing = "after"
         else:
@@ -415,10 +414,10 @@ class Floor(Pacing, CrmFilings):
         self.outcomes[call.outcome] += 1
         grace = scenario.grace_minutes * 60
         if call.filing == "after":
-            self.at(self.t + self.rng.randint(0, max(0, grace - 1)), self._file, call.oli_id)
+            self.at(self.t + self.rng.randint(0, max(0, grace - 1)), self._file, call.oli_id, agent and agent.id)
         elif call.filing == "late":
             late = grace + int(round(scenario.late_filing_minutes.sample(self.rng) * 60))
-            self.at(self.t + late, self._file_late, call.oli_id)
+            self.at(self.t + late, self._file_late, call.oli_id, agent and agent.id)
         if agent:
             agent.calls += 1
             reached = call.answered_at is not None

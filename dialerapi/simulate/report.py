@@ -13,7 +13,8 @@ from pathlib import Path
 from scipy import stats
 
 STATES = ("ringing", "talk", "wrap", "idle", "blocked")
-SHARES = ("abandon_rate", "waited_share", "occupancy", "late_filing_share", "callbacks_on_time_share", "penetration")
+SHARES = ("abandon_rate", "waited_share", "occupancy", "late_filing_share", "callbacks_on_time_share",
+          "personal_callbacks_on_time_share", "ordinary_callbacks_on_time_share", "penetration")
 
 
 def _share(part, whole):
@@ -45,6 +46,8 @@ def run_result(floor, database):
         **{f"{state}_minutes": round(seconds[state] / 60, 1) for state in STATES},
         "late_filing_share": _share(count["filed_late"], count["contacts"]),
         "callbacks_on_time_share": _share(callbacks["on_time"], callbacks["due"]),
+        "personal_callbacks_on_time_share": _share(callbacks["personal"]["on_time"], callbacks["personal"]["due"]),
+        "ordinary_callbacks_on_time_share": _share(callbacks["ordinary"]["on_time"], callbacks["ordinary"]["due"]),
         "penetration": _share(database["dialed"], database["leads"]),
         "dialed_listed": count["dialed_listed"],
         "dialed_outside_window": count["dialed_outside_window"] if floor.config.obey_calling_window else None,
@@ -175,6 +178,9 @@ def summary(report):
     callbacks = first["callbacks"]
     lines += ["", "callbacks due in the run: {due}, on time {on_time}, late {late}, not dialed {not_dialed}; "
               "due after it: {due_after_the_run}".format(**callbacks)]
+    if callbacks["personal"]["due"] or callbacks["personal"]["due_after_the_run"]:
+        lines += ["personal callbacks (issue #40): due {due}, on time {on_time}, taken by their owner {by_owner}, "
+                  "after the fallback {after_fallback}, not dialed {not_dialed}".format(**callbacks["personal"])]
     return "\n".join(lines)
 
 

@@ -153,6 +153,7 @@ class ScenarioSchema(Schema):
     late_filing_minutes = DurationField(load_default=Duration("uniform", 5, 30))
     callback_in_minutes = DurationField(load_default=Duration("uniform", 30, 240))
     pushed_callbacks = _share()
+    personal_callback_share = _share()
     listed_share = _share()
     phone_zones = _weights(PHONE_ZONES)
     form_types = _weights(None)
@@ -202,7 +203,7 @@ DEFAULT_OUTCOMES = {"answered": 35, "no_answer": 33, "busy": 10, "congestion": 3
                     "originate_failed": 2}
 DEFAULT_FORM_TYPES = {"home_loan": 1, "credit_card": 1, "health_insurance": 1}
 SHARES = {"files_outcome": 0.85, "during_call": 0.2, "callback_share": 0.45, "pushed_callbacks": 0.05,
-          "listed_share": 0.0}
+          "personal_callback_share": 0.0, "listed_share": 0.0}
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,7 @@ class Scenario:
     late_filing_minutes: Duration
     callback_in_minutes: Duration
     pushed_callbacks: float
+    personal_callback_share: float
     listed_share: float
     phone_zones: dict
     form_types: dict
