@@ -431,7 +431,8 @@ def test_settings_are_set_and_shown(database_url, sql):
     assert result.returncode == 0, result.stderr
     shown = json.loads(cli(database_url, "config", "show").stdout)
     assert shown == {"enforce_abandon_limit": False, "abandon_limit": 0.05, "abandon_period": "24h",
-                     "abandon_min_answered": 20, "abandon_connect_seconds": 3}
+                     "abandon_min_answered": 20, "abandon_connect_seconds": 3,
+                     "personal_callback_fallback_minutes": 30}
 
 
 # --- item 6: 16 engines through two hosts -------------------------------------------------------
