@@ -289,7 +289,7 @@ class FloorPersonalCallbacksSchema(Schema):
     owner_busy = fields.Integer(required=True, metadata={
         "description": "Due, before fallback, owner on a call, in wrap-up, paused, blocked or panel-inactive"})
     past_fallback = fields.Integer(required=True, metadata={
-        "description": "Due and past fallback (or owner off the roster): any agent with the skill may take them"})
+        "description": "Due and past fallback: any agent with the skill may take them"})
 
 
 class FloorFormTypeSchema(Schema):

@@ -120,7 +120,8 @@ def agent_callbacks(conn, agent_id, now, tz, config):
 def floor_counts(conn, now, config, tz=None):
     """{form_type: {"owner_free", "owner_busy", "past_fallback"}}: the due personal callbacks per
     form_type (issue #40 item 4) whose owner is free now, whose owner is not (on a call, wrap-up,
-    paused, blocked, panel inactive), and those past their fallback or with an owner gone."""
+    paused, blocked, panel inactive, or off the roster without `agents remove`), and those past
+    their fallback."""
     return {row["form_type"]: {name: int(row[name]) for name in FLOOR_COUNTS}
             for row in queries.personal_callbacks_due(conn, now=now, **fallback_params(now, config, tz))}
 

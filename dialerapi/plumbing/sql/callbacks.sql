@@ -26,11 +26,12 @@ LIMIT :max_items;
 -- name: personal_callbacks_due(now, fallback_never, fallback_edge)
 -- Per form_type, the due personal callbacks whose owner is free to take one now (free as
 -- claims.sql free_skills says, without dialing ahead), whose owner is not, and those past their
--- fallback (anyone with the skill may take them). An owner no longer on the roster counts as past.
+-- fallback (anyone with the skill may take them). `dialerapi agents remove` hands an owner's
+-- callbacks to anyone at once; an owner deleted otherwise counts as busy, as the claims see it.
 SELECT form_type, SUM(NOT fallen AND owner_free) AS owner_free, SUM(NOT fallen AND NOT owner_free) AS owner_busy,
        SUM(fallen) AS past_fallback
 FROM (SELECT m.form_type,
-             a.id IS NULL OR (NOT :fallback_never AND m.claim_due <= :fallback_edge) AS fallen,
+             NOT :fallback_never AND m.claim_due <= :fallback_edge AS fallen,
              COALESCE(a.panel_active = 1 AND (a.pause_code IS NULL OR a.pause_code = '') AND a.outbound_blocked = 0
                       AND a.ami_idle = 1 AND (a.wrapup_until IS NULL OR a.wrapup_until <= :now), 0) AS owner_free
       FROM sales_master AS m FORCE INDEX (ix_callback_agent)
