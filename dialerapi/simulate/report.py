@@ -165,11 +165,11 @@ def summary(report):
     days = f"{scenario['days']} day{'s' if scenario['days'] > 1 else ''}"
     lines = [f"\nsimulated {days}, {scenario['agents']} agents, {scenario['leads']} leads, {scenario['mode']}, "
              f"engine {scenario['engine']}, {k} run{'s' if k > 1 else ''} from seed {scenario['seed']}", ""]
-    lines.append(f"{'figure':<26}{'mean':>12}{'95% interval' if k > 1 else '':>24}")
+    lines.append(f"{'figure':<34}{'mean':>12}{'95% interval' if k > 1 else '':>24}")
     for name, figure in report["kpis"].items():
         mean = "-" if figure["mean"] is None else f"{figure['mean']:g}"
         spread = f"{figure['ci95_low']:g} .. {figure['ci95_high']:g}" if figure["ci95_low"] is not None else ""
-        lines.append(f"{name:<26}{mean:>12}{spread:>24}")
+        lines.append(f"{name:<34}{mean:>12}{spread:>24}")
     first = report["runs"][0]
     lines += ["", f"first run (seed {first['seed']}):", f"{'final status':<26}{'leads':>12}"]
     lines += [f"{status:<26}{n:>12}" for status, n in first["final_status"].items()]
