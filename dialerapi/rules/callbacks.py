@@ -96,11 +96,11 @@ def agent_callbacks(conn, agent_id, now, tz, config):
     callback_scheduled_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), due (bool), seconds_until_due (0
     once due), fallback_at (the same format, None: never), minutes_until_fallback (whole minutes,
     rounded up, 0 once past, None: never)}]}, as of `now`: a panel counts the seconds on from when
-    it got them (its clock need not agree with the service's). The agent's personal callbacks due in the next LIST_HOURS hours and those already
-    due, oldest first, at most MAX_ITEMS. Raises UnknownAgent.
+    it got them (its clock need not agree with the service's). The agent's personal callbacks due
+    in the next LIST_HOURS hours and those already due, oldest first, at most MAX_ITEMS. The caller
+    has found the agent (agents.find_agent, or the missed-activities read of the same socket
+    snapshot), so the roster is not read again here.
     """
-    if queries.agent_exists(conn, agent_id=agent_id) == 0:
-        raise UnknownAgent(agent_id)
     minutes = config.personal_callback_fallback_minutes
     until = _plus(now, LIST_HOURS * 60, tz)
     items = []
