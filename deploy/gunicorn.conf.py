@@ -155,3 +155,12 @@ def child_exit(server, worker):
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
+
+
+def post_worker_init(worker):
+    """A worker that got SIGTERM (`systemctl restart`, a rolling upgrade) hands its agent sockets to
+    the other hosts at once with close 1012 instead of holding them until graceful_timeout and
+    dropping them (issue #38, dialerapi.sides.agent.socket.EventHub.drain)."""
+    hub = getattr(worker.wsgi, "extensions", {}).get("dialerapi.events")
+    if hub is not None:
+        hub.watch(lambda: not worker.alive)

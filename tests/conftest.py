@@ -9,6 +9,7 @@ get their clock from libfaketime, started at a moment the test chose (`faketime.
 """
 
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -268,22 +269,29 @@ class LiveServer:
         self.process.wait(timeout=30)
 
 
-def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, pool="http", **settings):
-    """Start gunicorn on a free port with the test settings plus `settings`; wait until it serves.
+def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, pool="http", port=None, release=None,
+                   **settings):
+    """Start gunicorn on `port` (a free one when None) with the test settings plus `settings`; wait
+    until it serves.
 
     `pool`: "http" (gthread workers) or "sockets" (the socket pool, gevent workers), as
     deploy/gunicorn.conf.py runs them. Its clock starts at `now` (wall-clock in TZ) and runs on.
+    `release`: a checkout of another release (a git worktree) to serve, with its own
+    deploy/gunicorn.conf.py, instead of this one.
     """
-    port = free_port()
+    port = port or free_port()
     env = faketime.environment({
         **os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET,
         "MONITOR_SECRET": MONITOR_SECRET, "JOBS_ENABLED": "false", "GUNICORN_POOL": pool,
         "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers), **settings,
     }, at=aware(now))
-    with open(log, "wb") as out:
+    if release is not None:
+        # Ahead of this checkout's editable install, whose finder Python consults after sys.path.
+        env["PYTHONPATH"] = str(release)
+    with open(log, "ab") as out:
         process = subprocess.Popen(
             [str(Path(sys.executable).with_name("gunicorn")), "-c", "deploy/gunicorn.conf.py", "wsgi:app"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=release or ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     server = LiveServer(f"http://127.0.0.1:{port}", process, log)
     deadline = time.monotonic() + 30
@@ -324,14 +332,25 @@ class Nginx:
 SHIPPED_ACCESS_LOG = "/var/log/nginx/dialerapi.access.log"
 
 
+def _upstream_servers(site, address, pools):
+    """`site` with the `server` line of `address` in an upstream replaced by one per LiveServer of
+    `pools` (one, or a list: one per host), each with the line's parameters."""
+    pools = pools if isinstance(pools, (list, tuple)) else [pools]
+    line = re.search(rf"server {re.escape(address)}([^;]*);", site)
+    assert line, f"no `server {address}` line in the shipped site"
+    servers = "\n    ".join(f"server {pool.base_url.removeprefix('http://')}{line.group(1)};" for pool in pools)
+    return site.replace(line.group(0), servers)
+
+
 def start_nginx(gunicorn, workdir, sockets=None):
-    """Start Debian's nginx with the shipped site in front of `gunicorn` (a LiveServer, the HTTP pool)
-    and `sockets` (the socket pool; `gunicorn` when None), listening on a free loopback port and
-    logging to `workdir`; wait until it answers."""
+    """Start Debian's nginx with the shipped site in front of `gunicorn` (a LiveServer, the HTTP pool,
+    or a list of them: one per host) and `sockets` (the socket pools; `gunicorn` when None),
+    listening on a free loopback port and logging to `workdir`; wait until it answers."""
     port = free_port()
     site = (ROOT / "deploy" / "nginx" / "dialerapi.conf").read_text()
-    site = site.replace("server 127.0.0.1:8000;", f"server {gunicorn.base_url.removeprefix('http://')};")
-    site = site.replace("server 127.0.0.1:8001;", f"server {(sockets or gunicorn).base_url.removeprefix('http://')};")
+    site = _upstream_servers(site, "127.0.0.1:8000", gunicorn)
+    site = _upstream_servers(site, "127.0.0.1:8001", sockets or gunicorn)
+    gunicorn = gunicorn[0] if isinstance(gunicorn, (list, tuple)) else gunicorn
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
     assert SHIPPED_ACCESS_LOG in site
     site = site.replace(SHIPPED_ACCESS_LOG, str(workdir / "access.log"))
@@ -340,7 +359,7 @@ def start_nginx(gunicorn, workdir, sockets=None):
     temp = "\n".join(f"  {kind}_temp_path {workdir}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     (workdir / "nginx.conf").write_text(
         f"user root;\ndaemon off;\npid {workdir}/nginx.pid;\nerror_log {workdir}/error.log warn;\n"
-        f"worker_rlimit_nofile 8192;\nevents {{ worker_connections 4096; }}\n"
+        f"worker_rlimit_nofile 40000;\nevents {{ worker_connections 16384; }}\n"
         f"http {{\n  access_log off;\n{temp}\n  include {workdir}/site.conf;\n}}\n"
     )
     process = subprocess.Popen([ensure_program("nginx", "nginx"), "-c", str(workdir / "nginx.conf"), "-p", str(workdir)],

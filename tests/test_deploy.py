@@ -132,7 +132,7 @@ def test_the_systemd_unit_and_the_cron_line_use_the_shipped_files():
     assert "Environment=GUNICORN_POOL=sockets" in sockets and "EnvironmentFile=/etc/dialerapi/env" in sockets
     assert int(re.search(r"^LimitNOFILE=(\d+)$", sockets, re.M).group(1)) > 2000 + 256
     site = SITE.read_text()
-    assert "server 127.0.0.1:8001;" in site and "proxy_pass http://dialerapi_sockets;" in site
+    assert "server 127.0.0.1:8001 max_fails=0;" in site and "proxy_pass http://dialerapi_sockets;" in site
     cron = (ROOT / "deploy" / "cron" / "dialerapi-health").read_text()
     line = [l for l in cron.splitlines() if l.startswith("* * * * *")][0]
     assert "/health" in line and "X-API-Key: $MONITOR_SECRET" in line and "curl -fsS" in line

@@ -187,7 +187,8 @@ class HealthResponseSchema(Schema):
         "description": "uptime_seconds, requests, pending_actions, open_missed_activities, blocked_agents, "
                        "live_reservations, unleased_reservations, oldest_reservation_seconds, last_sweep_at, "
                        "last_sweep_result, agent_sockets: {open, capacity, left, refused, hosts: [{host, open, "
-                       "capacity, left, refused, workers, updated_at}]} (hosts that reported in the last 60 s)"})
+                       "capacity, left, refused, workers, draining, updated_at}]} (hosts that reported in the last "
+                       "60 s; draining: it got SIGTERM and is handing its sockets to the other hosts)"})
     logs = fields.List(fields.String(), required=True)
     version = fields.String(required=True)
 

@@ -138,12 +138,13 @@ STALE_SECONDS = 60
 def hosts_report(conn, now, tz):
     """The agent sockets of every host that wrote its row in the last STALE_SECONDS (migration 0011),
     for /health and /metrics: {"open", "capacity", "left", "refused" (totals), "hosts": [{"host",
-    "open", "capacity", "left", "refused", "workers" (open sockets per worker), "updated_at" (ISO
-    8601 UTC)}]}. `now`: the service clock's wall-clock time in `tz` (DB_TIMEZONE)."""
+    "open", "capacity", "left", "refused", "workers" (open sockets per worker), "draining" (it got
+    SIGTERM and is closing its sockets with 1012, issue #38), "updated_at" (ISO 8601 UTC)}]}. `now`: the service clock's wall-clock time in `tz` (DB_TIMEZONE)."""
     hosts = []
     for row in queries.socket_hosts(conn, since=clock.after(now, timedelta(seconds=-STALE_SECONDS), tz)):
         hosts.append({"host": row["host"], "open": row["open_sockets"], "capacity": row["capacity"],
                       "left": max(0, row["capacity"] - row["open_sockets"]), "refused": row["refused"],
-                      "workers": json.loads(row["workers"]), "updated_at": clock.format_utc(row["updated_at"], tz)})
+                      "workers": json.loads(row["workers"]), "draining": bool(row["draining"]),
+                      "updated_at": clock.format_utc(row["updated_at"], tz)})
     totals = {key: sum(host[key] for host in hosts) for key in ("open", "capacity", "left", "refused")}
     return {**totals, "hosts": hosts}

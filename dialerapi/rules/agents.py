@@ -154,15 +154,16 @@ def refresh_blocking(conn, now, tz, agent_ids=None):
     return changed
 
 
-def missed_activities(conn, now, tz, grace_minutes, *, agent_id=None, extension=None):
-    """The GET /api/missed-activities body for the agent with this employee id or extension (D7).
+def missed_activities(conn, now, tz, grace_minutes, *, agent_id=None, extension=None, agent=None):
+    """The GET /api/missed-activities body for the agent with this employee id or extension (D7), or
+    for `agent`, a sales_agents row the caller has found already.
 
     {ok, agent_id, blocked, grace_minutes, items}: every uncleared activity, oldest connected_at
     first, at most 100; each item {id, oli_id, lead_id, call_type, extension, connected_at,
     ended_at, due_at (ISO 8601 UTC, null while live), overdue}. `blocked` is true while any
     uncleared activity is overdue. Raises UnknownAgent / UnknownExtension.
     """
-    agent = find_agent(conn, agent_id=agent_id, extension=extension)
+    agent = agent or find_agent(conn, agent_id=agent_id, extension=extension)
     now_utc = clock.to_utc(now, tz)
     items = []
     for row in queries.open_missed_activities(conn, agent_id=agent["id"], max_items=MAX_ITEMS):

@@ -89,7 +89,7 @@ def owner_read(agent_id, skills, now, callbacks_open, zones, max_rows):
         "any_zone": zones is None, "zone_ids": tuple(zones or ()) or (0,), "max_rows": max_rows})]
 
 
-def agent_callbacks(conn, agent_id, now, tz, config):
+def agent_callbacks(conn, agent_id, now, tz):
     """The `dialer.callbacks` data and GET /api/callbacks body of one agent (issue #40 item 3).
 
     {agent_id, fallback_minutes (None: never), items: [{oli_id, data_id, client_name, form_type,
@@ -101,7 +101,7 @@ def agent_callbacks(conn, agent_id, now, tz, config):
     has found the agent (agents.find_agent, or the missed-activities read of the same socket
     snapshot), so the roster is not read again here.
     """
-    minutes = config.personal_callback_fallback_minutes
+    minutes = queries.fallback_minutes(conn)
     until = _plus(now, LIST_HOURS * 60, tz)
     items = []
     for row in queries.agent_callbacks(conn, agent_id=agent_id, until=until, max_items=MAX_ITEMS):

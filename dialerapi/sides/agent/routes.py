@@ -10,7 +10,7 @@ from flask import Blueprint, current_app, g, redirect, request, send_from_direct
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import agents, callbacks, catalog, dialstate
+from dialerapi.rules import agents, callbacks, catalog
 from dialerapi.sides.agent import schemas
 from dialerapi.web import agent_tokens, auth
 from dialerapi.web.auth import AGENT, CRM, opens, public
@@ -64,7 +64,7 @@ def agent_callbacks():
 
 def _callbacks_of(conn, lookup, now, tz):
     agent = agents.find_agent(conn, **lookup)
-    return callbacks.agent_callbacks(conn, agent["id"], now, tz, dialstate.load_config(conn))
+    return callbacks.agent_callbacks(conn, agent["id"], now, tz)
 
 
 def _agent_lookup(args):
