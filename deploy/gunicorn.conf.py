@@ -61,6 +61,11 @@ if pool == "sockets":
 else:
     worker_class = "gthread"
     workers = int(os.environ.get("GUNICORN_WORKERS", min(4, multiprocessing.cpu_count())))
+    # nginx keeps idle connections to this pool for its upstream keepalive_timeout (60 s) and sends
+    # the next request on one of them. gunicorn's default of 2 s closed them first: a request nginx
+    # sent as gunicorn closed its connection was reset, and with every other host tried or down
+    # the client got 502 (issue #38). A connection nginx still holds is never closed here first.
+    keepalive = 75
     threads = int(os.environ.get("GUNICORN_THREADS", "64"))
     # Half the threads at most, whatever the environment says: the other half is the CRM's, the
     # engine's and the health probes', even if every socket lands on one worker.
@@ -96,18 +101,22 @@ util.write_error = _json_error
 
 
 def _behind_nginx(address):
-    """Whether gunicorn listening on `address` is reachable only from this host (and so only through
-    nginx from outside): a unix socket or a loopback address. gunicorn has no request-read timeout;
-    a client sending a byte every few seconds would hold a thread, which nginx's timeouts prevent."""
+    """Whether gunicorn listening on `address` is reachable only through nginx: a unix socket or a
+    loopback address, or, with GUNICORN_PRIVATE_BIND=1 (hosts behind an nginx on another machine,
+    issue #38), one private address, which the operator firewalls to the nginx host. gunicorn has
+    no request-read timeout; a client sending a byte every few seconds would hold a thread, which
+    nginx's timeouts prevent."""
     if address.startswith("unix:"):
         return True
     host = address.rsplit(":", 1)[0].strip("[]")
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        ip = ipaddress.ip_address(host)
     except ValueError:
         return False
+    private = os.environ.get("GUNICORN_PRIVATE_BIND", "").strip() == "1"
+    return ip.is_loopback or (private and ip.is_private and not ip.is_unspecified)
 
 
 def _open_files_for_sockets(needed):
@@ -129,7 +138,9 @@ def on_starting(server):
         sys.exit(1)
     if not _behind_nginx(bind):
         print(f"dialerapi: GUNICORN_BIND={bind} is not a loopback address: gunicorn serves only behind nginx "
-              "(deploy/nginx/dialerapi.conf) on the same host; bind 127.0.0.1:PORT or unix:PATH", file=sys.stderr)
+              "(deploy/nginx/dialerapi.conf); bind 127.0.0.1:PORT or unix:PATH, or, for an nginx on another "
+              "host, one private address with GUNICORN_PRIVATE_BIND=1 and a firewall that lets only that "
+              "nginx reach it", file=sys.stderr)
         sys.exit(1)
     # Before importing dialerapi, whose metrics open their files in this directory.
     shutil.rmtree(metrics_dir, ignore_errors=True)

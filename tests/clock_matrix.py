@@ -59,7 +59,10 @@ class Moment:
 
 def matrix():
     """Every moment the suite runs at: the issue's times of day, a leap day, a year's last second,
-    in UTC, Asia/Kolkata (+05:30, no daylight saving) and America/New_York on both change days."""
+    in UTC, Asia/Kolkata (+05:30, no daylight saving) and America/New_York on both change days.
+    The times of day run on the fall-back day, the spring-forward day only around its missing hour:
+    its other five moments (4 minutes of CI) went when the fault tests grew by the restart and the
+    rolling upgrade (issue #38), to keep CI within its hour."""
     moments = [Moment("UTC", datetime(2027, 6, 15, 2, 0), note="the hour the work-window bug was found")]
     moments += [Moment("Asia/Kolkata", datetime(2027, 6, 15, *hms)) for hms in TIMES_OF_DAY]
     moments += [Moment("Asia/Kolkata", datetime(2028, 2, 29, 23, 59, 59), note="leap day"),
@@ -67,7 +70,6 @@ def matrix():
     spring, fall = datetime(2027, 3, 14), datetime(2026, 11, 1)
     moments += [Moment("America/New_York", spring.replace(hour=1, minute=59, second=59), note="before spring forward"),
                 Moment("America/New_York", spring.replace(hour=3), note="02:00 does not exist: 03:00 EDT")]
-    moments += [Moment("America/New_York", spring.replace(hour=h, minute=m, second=s)) for h, m, s in TIMES_OF_DAY[1:]]
     moments += [Moment("America/New_York", fall.replace(hour=1, minute=30), note="first 01:30 (EDT)"),
                 Moment("America/New_York", fall.replace(hour=1, minute=30, fold=1), part=1,
                        note="second 01:30 (EST)")]

@@ -209,6 +209,21 @@ def test_gunicorn_refuses_an_address_reachable_from_other_hosts(database_url, tm
     assert "dialerapi: GUNICORN_BIND=0.0.0.0:" in result.stderr and "is not a loopback address" in result.stderr
 
 
+@pytest.mark.parametrize("address, private_bind, allowed", [
+    ("127.0.0.1:8000", "", True), ("unix:/run/dialerapi.sock", "", True), ("10.20.0.7:8000", "", False),
+    ("10.20.0.7:8000", "1", True), ("[fd00::7]:8000", "1", True), ("0.0.0.0:8000", "1", False),
+    ("8.8.8.8:8000", "1", False),
+])
+def test_a_private_address_for_an_nginx_on_another_host_only_when_asked(address, private_bind, allowed):
+    """Issue #38: hosts behind one nginx on another machine bind a private address (GUNICORN_PRIVATE_BIND=1);
+    never every interface, never a public address."""
+    code = ("import runpy, sys; conf = runpy.run_path('deploy/gunicorn.conf.py');"
+            f" sys.exit(0 if conf['_behind_nginx']({address!r}) else 3)")
+    env = {**os.environ, "GUNICORN_PRIVATE_BIND": private_bind}
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == (0 if allowed else 3), result.stderr
+
+
 def test_each_gunicorn_has_its_own_control_socket(live_server, database_url, tmp_path):
     """Issue #17: every gunicorn of a user shared one control socket path (~/.gunicorn/gunicorn.ctl)."""
     other = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=1)

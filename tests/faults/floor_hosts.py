@@ -28,6 +28,10 @@ ENGINE = {"Authorization": f"Bearer {ENGINE_SECRET}"}
 # panel.js: the first retry after 1 s plus up to 3 s of jitter, doubling to 30 s; 1008 stops it;
 # after 1013 it waits the refusal's retry_after plus the jitter.
 FIRST_RETRY_SECONDS, LAST_RETRY_SECONDS, JITTER_SECONDS = 1.0, 30.0, 3.0
+# The load's pace: a busy floor's, within what the two cores these tests run on (both hosts, nginx,
+# MariaDB, the panels' client and Chromium) leave after taking over 1,000 sockets.
+PUSH_SECONDS = 2
+CLAIM_PAUSE_SECONDS = 0.2
 
 
 class Host:
@@ -197,6 +201,17 @@ class Panels:
         return sum(1 for records in self.connections.values()
                    if records and records[-1]["closed"] is None and records[-1]["frames"])
 
+    def leave(self, agent_ids):
+        """Close the panels of `agent_ids` for good (their agents log off)."""
+        async def cancel():
+            tasks = [self._tasks[index] for index, agent_id in enumerate(self.connections) if agent_id in agent_ids]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        asyncio.run_coroutine_threadsafe(cancel(), self._loop).result(60)
+        for agent_id in agent_ids:
+            del self.connections[agent_id]
+
     def wait_open(self, count, timeout):
         deadline = time.monotonic() + timeout
         while self.open_count() < count:
@@ -224,8 +239,10 @@ def batch(prefix, n, size):
 
 
 class Load:
-    """The CRM's 500-lead pushes, the engine's claims and settles and the CRM's callbacks through
-    nginx, each on its own thread until `stop()`, in a process of their own, so that the panels'
+    """The CRM's 500-lead pushes (one every PUSH_SECONDS: 15,000 leads a minute), the engine's claims
+    and settles (two engine threads, each claiming again CLAIM_PAUSE_SECONDS after it settled:
+    about 10 calls a second) and the CRM's callbacks (about 1.5 a second, under the CRM-action
+    limit) through nginx, each on its own thread until `stop()`, in a process of their own, so that the panels'
     client does not wait on their JSON for the interpreter lock. Every answer is kept: a failure is
     a 5xx or a request that got no answer (a connection error or a timeout at the client)."""
 
@@ -303,7 +320,7 @@ class _LoadThreads:
                 with self._lock:
                     self.pushed.extend(lead["oli_id"] for lead in body["leads"])
             n += 1
-            self._stop.wait(0.2)
+            self._stop.wait(PUSH_SECONDS)
 
     def _claims(self):
         n = 0
@@ -323,6 +340,7 @@ class _LoadThreads:
             ok = settle is not None and settle.status_code == 200
             with self._lock:
                 self.claims.append((lead["oli_id"], claimed, time.monotonic() if ok else None))
+            self._stop.wait(CLAIM_PAUSE_SECONDS)
 
     def _callbacks(self):
         n = 0

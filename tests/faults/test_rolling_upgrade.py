@@ -31,7 +31,9 @@ pytestmark = pytest.mark.faults
 # main before issue #38's first change: the release a floor upgrades from.
 PREVIOUS_RELEASE = "251a1dc"
 PREVIOUS_SCHEMA = "0015"
-PANELS = 1000
+# Each move sends every panel to one host (the second, all of them): test_host_restart.LEAVING says
+# why the tests move about 600 at once.
+PANELS = 600
 FIRST_AGENT = 20000
 BACK_WITHIN_SECONDS = 10
 TICKED_JOBS = {"blocking": jobs.BLOCKING_SECONDS, "phone_facts": jobs.PHONE_FACTS_SECONDS}

@@ -176,33 +176,34 @@ class EventHub:
         for connection in connections:
             connection.close(SERVICE_RESTART, "service_restart")
 
-    def snapshot(self, agent_id, agent=None):
+    def snapshot(self, agent_id, connecting=False):
         """The state events of an agent, read in one transaction: (outbound_blocked data,
-        missed_activities data, callbacks data). `agent`: its sales_agents row, found by a socket
-        that has just connected, which this transaction also marks panel-active (one transaction
-        per connect: a host takes over another's sockets at once in a restart, issue #38)."""
+        missed_activities data, callbacks data). `connecting`: for a socket that has just
+        connected, the same transaction marks the agent panel-active (one transaction per connect:
+        a host takes over another's sockets at once in a restart, issue #38). Raises
+        agents.UnknownAgent."""
         config = self.app.config
         tz = config["DB_TIMEZONE"]
 
         def read(conn, now):
-            if agent is not None:
+            agent = agents.find_agent(conn, agent_id=agent_id)
+            if connecting:
                 # A connected panel is what makes an agent "panel-active" for the claim.
                 claims.set_availability(conn, agent_id, panel_active=True)
-            report = agents.missed_activities(conn, now, tz, config["MISSED_ACTIVITY_GRACE_MINUTES"],
-                                              agent_id=agent_id, agent=agent)
+            report = agents.missed_activities(conn, now, tz, config["MISSED_ACTIVITY_GRACE_MINUTES"], agent=agent)
             return report, callbacks.agent_callbacks(conn, agent_id, now, tz)
 
         report, personal = self.app.extensions["dialerapi.db"].run(read, clock.now(tz))
         report.pop("ok")
         return {"agent_id": agent_id, "blocked": report["blocked"]}, report, personal
 
-    def send_state(self, connections, agent=None):
+    def send_state(self, connections, connecting=False):
         """Send the state events to `connections` of one agent; a closed socket is dropped.
-        `agent`: as for `snapshot`, for the socket that has just connected."""
+        `connecting`: as for `snapshot`. Raises agents.UnknownAgent."""
         connections = list(connections)
         if not connections:
             return
-        blocked, missed, personal = self.snapshot(connections[0].agent_id, agent)
+        blocked, missed, personal = self.snapshot(connections[0].agent_id, connecting)
         for connection in connections:
             try:
                 connection.send("dialer.outbound_blocked", blocked)
@@ -237,7 +238,10 @@ class EventHub:
                 for agent_id in sorted({row["agent_id"] for row in rows}):
                     with self._lock:
                         connections = set(self._connections.get(agent_id, ()))
-                    self.send_state(connections)
+                    try:
+                        self.send_state(connections)
+                    except agents.UnknownAgent:  # removed from the roster; their sockets close on their own
+                        log.info("no state to send: agent %s is not on the roster", agent_id)
             except Exception:
                 log.warning("outbox tailing failed; retrying", exc_info=True)
                 time.sleep(2)
@@ -338,32 +342,39 @@ def _serve(app, hub, ws, lookup):
     if it was the last one."""
     token_agent_id = lookup.pop("token_agent_id", None)
     db = app.extensions["dialerapi.db"]
-    try:
-        agent = db.run(agents.find_agent, **lookup) if lookup else None
-    except (agents.UnknownAgent, agents.UnknownExtension):
-        agent = None
-    # A token of a removed agent opens nothing; an extension that is another agent's is a mismatch.
-    if agent is None:
-        return _reject(ws, "unknown_agent")
-    if token_agent_id is not None and agent["id"] != token_agent_id:
+    agent_id = lookup.get("agent_id")
+    if agent_id is None:
+        # An extension: the agent is found first. An agent id (a token's, a server-side client's) is
+        # looked up in the transaction that marks the panel active and reads the state (`snapshot`).
+        try:
+            agent_id = db.run(agents.find_agent, **lookup)["id"] if lookup else None
+        except agents.UnknownExtension:
+            pass
+        if agent_id is None:
+            return _reject(ws, "unknown_agent")
+    # An extension that is another agent's than the token's is a mismatch.
+    if token_agent_id is not None and agent_id != token_agent_id:
         return _reject(ws, "agent_mismatch")
 
-    connection = AgentConnection(ws, agent["id"])
+    connection = AgentConnection(ws, agent_id)
     if not hub.add(connection):
         return _reject(ws, "draining", SERVICE_RESTART)
     try:
-        hub.send_state([connection], agent=agent)
+        try:
+            hub.send_state([connection], connecting=True)
+        except agents.UnknownAgent:  # a token of a removed agent opens nothing
+            return _reject(ws, "unknown_agent")
         while True:
             frame = ws.receive(timeout=RECEIVE_WAKE_SECONDS)
             if frame is None:
                 if not ws.connected:
                     break
                 continue
-            event, reply = _handle(db, agent["id"], frame)
+            event, reply = _handle(db, agent_id, frame)
             connection.send(event, reply)
     finally:
         if hub.remove(connection):
-            db.run(claims.set_availability, agent["id"], panel_active=False)
+            db.run(claims.set_availability, agent_id, panel_active=False)
 
 
 def _handle(db, agent_id, frame):
