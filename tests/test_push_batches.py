@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pymysql
+import pytest
 import requests
 
 from conftest import SECRET
@@ -46,11 +47,29 @@ def test_upsert_statement_is_batched_by_pymysql():
     assert pymysql.cursors.RE_INSERT_VALUES.match(queries.upsert_leads.sql)
 
 
-def _questions(sql):
-    return int(sql.one("SHOW GLOBAL STATUS LIKE 'Questions'")["Value"])
+@pytest.fixture
+def statements_sent(monkeypatch):
+    """Count the statements this thread sends to the server (each query, BEGIN, COMMIT, ROLLBACK).
+
+    The server's `Questions` counts every client's statements: the session's gunicorn tails the
+    outbox ten times a second once a socket test has run (issue #38), which added 6 to a batch's
+    count in CI. The request runs in the test's thread (Flask's test client), so counting that
+    thread's round trips at the driver counts exactly the batch's."""
+    counted = [0]
+    me = threading.get_ident()
+    for name in ("query", "begin", "commit", "rollback"):
+        original = getattr(pymysql.connections.Connection, name)
+
+        def counting(self, *args, _original=original, **kwargs):
+            if threading.get_ident() == me:
+                counted[0] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(pymysql.connections.Connection, name, counting)
+    return lambda: counted[0]
 
 
-def test_a_500_lead_batch_costs_a_handful_of_statements(client, auth, sql):
+def test_a_500_lead_batch_costs_a_handful_of_statements(client, auth, statements_sent):
     def batch(tag, prefix):
         return {"leads": [
             {"oli_id": f"{prefix}-{i:03d}", "phone_number": f"98765{i:05d}", "client_name": f"Lead {tag} {i}",
@@ -58,20 +77,14 @@ def test_a_500_lead_batch_costs_a_handful_of_statements(client, auth, sql):
             for i in range(500)
         ]}
 
-    def statements(tag, prefix, expected):
-        before = _questions(sql)
-        response = client.post("/api/leads", json=batch(tag, prefix), headers=auth)
-        counted = _questions(sql) - before - 1  # the second SHOW STATUS counts itself
+    client.post("/api/leads", json={"leads": batch("warm", "RT")["leads"][:1]}, headers=auth)
+    for tag, expected in (("new", "inserted"), ("again", "updated")):
+        before = statements_sent()
+        response = client.post("/api/leads", json=batch(tag, "RT"), headers=auth)
+        counted = statements_sent() - before
         assert response.status_code == 201
         assert {e["status"] for e in response.get_json()["leads"][1:]} == {expected}
-        return counted
-
-    client.post("/api/leads", json={"leads": batch("warm", "RT")["leads"][:1]}, headers=auth)
-    # `Questions` is the server's count, so a statement of another client in the same moment (seen
-    # once under make test-clock) adds to it: the batch's cost is the lower of two measurements.
-    for tag, expected in (("new", "inserted"), ("again", "updated")):
-        fewest = min(statements(tag, prefix, expected) for prefix in ("RT", "RU"))
-        assert fewest <= 10, f"{fewest} statements for one 500-lead batch ({tag})"
+        assert 3 <= counted <= 10, f"{counted} statements for one 500-lead batch ({tag})"
 
 
 def test_concurrent_overlapping_batches_while_rows_go_live(live_server, database_url, sql):
