@@ -11,12 +11,12 @@ DEVDB := scripts/devdb.sh
 PYTEST_ARGS ?=
 CLOCK_ARGS ?=
 
-.PHONY: install run test test-clock test-galera faults bench db-upgrade db-start db-stop clean
+.PHONY: install run test test-clock test-galera faults bench docs docs-serve db-upgrade db-start db-stop clean
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,sim]'
+	$(BIN)/pip install --quiet -e '.[test,sim,docs]'
 	touch $@
 
 install: $(BIN)/.installed
@@ -45,6 +45,14 @@ bench: install
 	  && $(BIN)/python bench/floor_bench.py \
 	  && scripts/galera.sh with $(BIN)/python bench/cluster_bench.py'
 
+# The documentation site (mkdocs.yml): built into ./site with every warning an error; docs-serve
+# serves it with live reload on http://127.0.0.1:8010.
+docs: install
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --quiet
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8010
+
 db-start:
 	$(DEVDB) start
 
@@ -54,7 +62,7 @@ db-stop:
 clean: db-stop
 	rm -rf $(VENV) var *.egg-info
 
-# The concurrency and fault tests through a private 3-node Galera cluster on loopback (README
-# "Scale out"), built by scripts/galera.sh and deleted afterwards.
+# The concurrency and fault tests through a private 3-node Galera cluster on loopback
+# (docs/operations/galera.md), built by scripts/galera.sh and deleted afterwards.
 test-galera: install
 	scripts/galera.sh with sh -c 'DATABASE_URL="$$GALERA_URL" $(BIN)/pytest -m galera tests/galera $(PYTEST_ARGS)'

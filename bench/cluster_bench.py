@@ -4,7 +4,7 @@
 
 - Push: wrk (bench/push.lua) sends 500-lead batches from 8 connections for SECONDS: to one
   gunicorn (2 workers) on the single node; through the cluster, 4 connections to each of two
-  gunicorns, host A preferring node 1 and host B node 2, the layout of README "Scale out". Batches
+  gunicorns, host A preferring node 1 and host B node 2, the layout of docs/operations/galera.md "Scale out". Batches
   of new leads and batches updating existing ones, ROUNDS runs each. The cluster is run twice,
   with causal reads (DB_CAUSAL_READS, the default) and without, which prices them.
 - Claims: CLAIMERS threads released at once each claim a due lead (claims.claim_next, in process,

@@ -15,7 +15,7 @@ with no socket open, then with SOCKETS panels open (python-websockets, one async
   POST /engine/call-connected through nginx; the latency is from the call-connected answer to that
   agent's `dialer.missed_activities` frame naming the lead, on its own socket.
 - Memory: resident memory of the socket pool's workers with none and with SOCKETS open, per 100.
-- The per-host figures of the README's sizing for 10,000 agents (issue #38), with the sockets open
+- The per-host figures of the sizing (docs/operations/sizing.md) for 10,000 agents (issue #38), with the sockets open
   and nothing else running for IDLE_SECONDS: the statements the socket host sends the database per
   second (MariaDB's Questions counter; outbox polls and heartbeats), the CPU its worker uses, and
   how many sockets a second it took when they all opened at once.

@@ -1,6 +1,6 @@
 """gunicorn settings, for `make run` and production: `gunicorn -c deploy/gunicorn.conf.py wsgi:app`.
 
-One host runs two pools of the same app behind one nginx (issue #27, README "Deployment"):
+One host runs two pools of the same app behind one nginx (issue #27, docs/operations/deployment.md "Deployment"):
 
 - GUNICORN_POOL=http (the default), 127.0.0.1:8000: gthread workers (min(4, CPUs)) x 64 threads
   for the CRM, the dialing engine and the health probes. It serves /ws too (for `make run` without
@@ -17,6 +17,25 @@ configuration stops the master before any worker starts, with one line naming th
 """
 
 import os
+
+# The environment variables this file reads: (default, meaning). The settings reference of the docs
+# site is generated from this literal (docs/gen_reference.py), and tests/test_deploy.py checks that
+# every variable read here is in it.
+ENVIRONMENT = {
+    "GUNICORN_POOL": ("`http`", "`sockets` runs the socket pool (gevent, 127.0.0.1:8001); `http` the CRM's, "
+                                "the engine's and the monitor's pool (gthread)."),
+    "GUNICORN_BIND": ("`127.0.0.1:8000` (socket pool `127.0.0.1:8001`)",
+                      "The address gunicorn listens on: loopback or `unix:` (nginx in front), or one private "
+                      "address with `GUNICORN_PRIVATE_BIND=1`."),
+    "GUNICORN_PRIVATE_BIND": ("empty", "`1` lets `GUNICORN_BIND` be one private address, for an nginx on "
+                                       "another machine (issue #38); never `0.0.0.0` or a public address."),
+    "GUNICORN_WORKERS": ("CPUs, at most 4 (socket pool 1)", "Worker processes of this pool."),
+    "GUNICORN_THREADS": ("`64`", "Threads per HTTP worker; the HTTP pool holds at most half of them as sockets."),
+    "GUNICORN_CONTROL_SOCKET": ("`$RUNTIME_DIRECTORY` or the temporary directory, `dialerapi-PORT.ctl`",
+                                "gunicornc's socket, one per instance."),
+    "PROMETHEUS_MULTIPROC_DIR": ("`/tmp/dialerapi-metrics-PORT`",
+                                 "Where every worker's metric samples meet; emptied when the server starts."),
+}
 
 POOLS = ("http", "sockets")
 pool = os.environ.get("GUNICORN_POOL", "http").strip() or "http"

@@ -1,9 +1,9 @@
 """dialerapi: the lead-intake and callback service of an outbound dialer.
 
 `create_app(config=None)` builds the Flask app; `config` overrides the environment (tests pass
-DATABASE_URL, WS_SECRET and JOBS_ENABLED=False). See README.md and ../shared/spec.
+DATABASE_URL, WS_SECRET and JOBS_ENABLED=False). See docs/ and ../shared/spec.
 
-The package's folders are its layers, and imports point down (README, "How it is built";
+The package's folders are its layers, and imports point down (docs/architecture.md, "How it is built";
 tests/test_layers.py holds them with import-linter):
 
     dialerapi (this app factory), cli, simulate, openapi   wire everything together

@@ -7,6 +7,8 @@
 #   scripts/devdb.sh start        start (idempotent) and create the `dialer` database
 #   scripts/devdb.sh stop         stop it; the data stays for the next start
 #   scripts/devdb.sh url          print the DATABASE_URL of the private instance
+#   scripts/devdb.sh url --running   the same, but only when it is running (exit 1 otherwise): the
+#                                 `dialerapi` command of a checkout finds `make run`'s database with it
 #   scripts/devdb.sh exec CMD...  run CMD with DATABASE_URL set: the one from the environment or
 #                                 .env when there is one, otherwise the private instance (started,
 #                                 and left running: `make run`)
@@ -105,7 +107,9 @@ case "${1:-}" in
   install) ensure_installed ;;
   start) start ;;
   stop) stop ;;
-  url) url ;;
+  url)
+    if [ "${2:-}" = --running ] && ! running; then log "not running ($DIR)"; exit 1; fi
+    url ;;
   exec|with)
     mode=$1
     shift

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes a generated WS_SECRET (the CRM's key), ENGINE_SECRET (the dialing engine's key, for
 # /engine/) and MONITOR_SECRET (the read-only key of /health and /metrics) into ./.env when neither
-# the environment nor .env has one, and prints what it wrote. Agent panels get tokens (README).
+# the environment nor .env has one, and prints what it wrote. Agent panels get tokens (docs/operations/keys.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A private 3-node MariaDB Galera cluster on loopback for `make test-galera` and `make bench`
-# (README "Scale out"): Debian's mariadb-server and galera-4 (installed by scripts/devdb.sh when
+# (docs/operations/galera.md "Scale out"): Debian's mariadb-server and galera-4 (installed by scripts/devdb.sh when
 # missing), one data directory and generated option file per node under ./var/galera, never the
 # system's server or /etc/mysql. The cluster is throwaway: `start` always builds it anew.
 #

@@ -247,6 +247,17 @@ def cli(database_url, *args, now=DEFAULT_NOW, stdin=None, **env):
                           input=stdin, capture_output=True, text=True, timeout=300)
 
 
+def shell_env(live_server, at=DEFAULT_NOW, **extra):
+    """The environment of a shell example run against `live_server` (examples/engine-call.sh, the
+    README's tour): DIALER, the keys, curl and jq installed and curl on PATH, the clock at `at`
+    (wall-clock in TZ)."""
+    curl = ensure_program("curl", "curl")
+    ensure_program("jq", "jq")
+    return faketime.environment({**os.environ, "DIALER": live_server.base_url, "WS_SECRET": SECRET,
+                                 "ENGINE_SECRET": ENGINE_SECRET, "PATH": f"{os.path.dirname(curl)}:{os.environ['PATH']}",
+                                 **extra}, at=aware(at))
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

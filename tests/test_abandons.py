@@ -1,4 +1,4 @@
-"""The abandon rate the law counts, per campaign (issue #37; README "Abandon rate").
+"""The abandon rate the law counts, per campaign (issue #37; docs/compliance/abandon-rate.md "Abandon rate").
 
 Every call's record proves itself (item 1); the counts follow the rules (item 2) in each window
 (item 3) and agree, in POST /engine/floor, /metrics and `dialerapi report abandons` (item 4), with a
@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, cli, set_clock, start_gunicorn
+from docs_examples import answers, example
 from dialerapi.plumbing import clock
 from dialerapi.rules import agents, claims, dialstate
 from dialerapi.upkeep import jobs
@@ -246,6 +247,7 @@ def test_a_predictive_claim_over_the_limit_is_refused_and_a_progressive_one_serv
     fill(play, answered=50, abandoned=2)  # 4%: over 3% with 50 answered
     status, body = predictive(client, "p-1")
     assert (status, body["error"], body["reason"]) == (409, "not_claimable", "abandon_limit")
+    assert body == answers(example("abandon-limit-refusal"))[0], "the answer docs/compliance/abandon-rate.md shows"
     figures = body["abandons"]
     assert [f["form_type"] for f in figures] == ["home_loan"]
     assert figures[0]["windows"]["today"] == {"answered": 50, "abandoned": 2, "late_connects": 0, "rate": 0.04}
@@ -432,7 +434,7 @@ def test_settings_are_set_and_shown(database_url, sql):
     shown = json.loads(cli(database_url, "config", "show").stdout)
     assert shown == {"enforce_abandon_limit": False, "abandon_limit": 0.05, "abandon_period": "24h",
                      "abandon_min_answered": 20, "abandon_connect_seconds": 3,
-                     "personal_callback_fallback_minutes": 30}
+                     "personal_callback_fallback_minutes": 30, "work_start": "09:00:00", "work_end": "21:00:00"}
 
 
 # --- item 6: 16 engines through two hosts -------------------------------------------------------

@@ -1,5 +1,5 @@
 """The lead-push benchmark's reference (bench/reference_app.py) must make the service's writes and
-take its locks, or the ratio `make bench` prints compares unlike work (README "Performance")."""
+take its locks, or the ratio `make bench` prints compares unlike work (docs/performance.md "Performance")."""
 
 import importlib.util
 from datetime import datetime

@@ -2,7 +2,7 @@
 = 1 a lead is claimed only while its customer's local time is inside calling_window_start..end
 (default 09:00-21:00), in the zones phonenumbers gives for its phone; a number spanning zones gets
 the window all of them share; a number with none falls back to DB_TIMEZONE (decisions.md D2).
-Daylight saving as README "Time and daylight saving": each zone's own rules.
+Daylight saving as docs/operations/time.md "Time and daylight saving": each zone's own rules.
 """
 
 from datetime import datetime, timezone

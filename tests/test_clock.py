@@ -1,4 +1,4 @@
-"""The clock's wall-clock rules (decisions.md D2; README "Time and daylight saving"), on the nights
+"""The clock's wall-clock rules (decisions.md D2; docs/operations/time.md "Time and daylight saving"), on the nights
 the clocks change in America/New_York (spring forward 2027-03-14 02:00 EST -> 03:00 EDT; fall back
 2026-11-01 02:00 EDT -> 01:00 EST), in Asia/Kolkata (+05:30, no daylight saving) and on Lord Howe
 Island (a 30-minute shift)."""

@@ -1,6 +1,6 @@
 """db.Database.run: one transaction per call, retried on deadlock or certification failure (1213),
 lock-wait timeout (1205) and Conflict within a time budget (issue #19: a conflict is a short wait,
-not a 500), and on a lost or refusing node on the next node of DATABASE_URL (README "Scale out")."""
+not a 500), and on a lost or refusing node on the next node of DATABASE_URL (docs/operations/galera.md "Scale out")."""
 
 import socket
 import time

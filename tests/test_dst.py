@@ -1,4 +1,4 @@
-"""Daylight saving in DB_TIMEZONE, through the service (README "Time and daylight saving";
+"""Daylight saving in DB_TIMEZONE, through the service (docs/operations/time.md "Time and daylight saving";
 decisions.md D2): callback times that do not exist or exist twice, ISO 8601 offsets across a change,
 the 5-minutes-in-the-past rule, the retry schedule and the work window, and missed-activity due_at
 and overdue. The service runs in America/New_York, whatever the suite's own zone: clocks spring

@@ -2,7 +2,6 @@
 engine in any language): its own key, the rules of claims/dialstate/agents unchanged, idempotent
 retries, and whole calls played by a non-Python client (curl) through a real gunicorn."""
 
-import os
 import subprocess
 import threading
 from datetime import datetime, timedelta
@@ -10,8 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 import requests
 
-import faketime
-from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, aware, ensure_program, make_app
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, make_app, shell_env, start_gunicorn
 from dialerapi.plumbing import config
 from dialerapi.rules import engine
 from dialerapi.upkeep import jobs
@@ -336,12 +334,8 @@ def test_a_settle_is_known_by_its_call_id_else_by_oli_id_and_started_at():
 
 @pytest.mark.clock
 def test_curl_plays_a_progressive_and_a_predictive_call_through_gunicorn(live_server, floor, sql):
-    env = faketime.environment({**os.environ, "DIALER": live_server.base_url, "ENGINE_SECRET": ENGINE_SECRET,
-                                "PATH": f"{os.path.dirname(ensure_program('curl', 'curl'))}:{os.environ['PATH']}"},
-                               at=aware(NOW))
-    ensure_program("jq", "jq")
-    result = subprocess.run([str(ROOT / "examples" / "engine-call.sh"), "501"], env=env, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run([str(ROOT / "examples" / "engine-call.sh"), "501"], env=shell_env(live_server, NOW),
+                            capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count(">> POST /engine/settle") == 2 and "== both calls settled" in result.stderr
     assert {r["dial_status"] for r in sql("SELECT dial_status FROM sales_master")} == {"Received"}
@@ -352,6 +346,34 @@ def test_curl_plays_a_progressive_and_a_predictive_call_through_gunicorn(live_se
     assert activities == [{"oli_id": "A", "ended": 1}, {"oli_id": "B", "ended": 1}]
     agent = sql.one("SELECT ami_idle, panel_active FROM sales_agents WHERE id = 501")
     assert agent == {"ami_idle": 1, "panel_active": 1}
+
+
+def test_the_tour_says_why_nothing_is_due(database_url, sql, tmp_path):
+    """Issue #41: a lead pushed outside the work window is due at the next work start (lead-intake-api.md,
+    "Dial-state reset"); engine-call.sh, the README's tour, says so, when, and how to try it now,
+    instead of stopping without a word. A host whose clock reads 22:00, after the 09:00-21:00 window."""
+    late = datetime(2026, 11, 21, 22, 0)
+    server = start_gunicorn(database_url, tmp_path / "gunicorn.log", now=late)
+    try:
+        sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (501, '4501', 'Kavya', 1, 1)")
+        sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (501, 'home_loan')")
+        pushed = requests.post(server.url("/api/leads"), headers={"X-API-Key": SECRET}, timeout=10, json={
+            "oli_id": "A", "phone_number": "9876543210", "client_name": "Meena", "form_type": "home_loan",
+            "priority_id": 2})
+        assert pushed.status_code == 201
+        result = subprocess.run([str(ROOT / "examples" / "engine-call.sh"), "501"], env=shell_env(server, late),
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        server.stop()
+    assert result.returncode == 1
+    assert 'nothing to call: the claim answered "lead": null' in result.stderr
+    assert "home_loan: 0 due" in result.stderr
+    assert ("The work window is 09:00-21:00 (wall-clock in DB_TIMEZONE) and closed now: a lead pushed outside it is "
+            "due at the next work start, 2026-11-22 09:00:00.") in result.stderr
+    assert "dialerapi config set work_start=00:00 work_end=23:59:59" in result.stderr
+    assert ">> POST /engine/settle" not in result.stderr
+    assert live(sql) == []
+
 
 
 def test_retries_through_gunicorn(live_server, floor, sql):

@@ -1,5 +1,5 @@
-"""The engine API's answer table (README, "The engine API", between the `engine-answers` markers),
-row by row, through a real gunicorn (issue #16). Every row of the README's table is a case here and
+"""The engine API's answer table (docs/engine/api.md, between the `engine-answers` markers),
+row by row, through a real gunicorn (issue #16). Every row of the docs' table is a case here and
 every case is a row there, so the table cannot drift from what the service answers. A refusal
 stores nothing: no reservation, no attempt, no missed activity, no stored reply."""
 
@@ -129,8 +129,9 @@ ANSWER = re.compile(r"`([a-z_]+)`(?: \(`([a-z_]+)`\))?")
 
 
 def readme_rows():
-    """The (operation, mode, status, answer, reason) rows of the README's engine answer table."""
-    text = (ROOT / "README.md").read_text()
+    """The (operation, mode, status, answer, reason) rows of the engine answer table of the docs
+    (docs/engine/api.md, issue #41)."""
+    text = (ROOT / "docs" / "engine" / "api.md").read_text()
     table = text.split("<!-- engine-answers -->")[1].split("<!-- /engine-answers -->")[0]
     rows = set()
     for line in table.strip().splitlines()[2:]:
@@ -140,7 +141,7 @@ def readme_rows():
     return rows
 
 
-def test_the_readme_table_and_these_cases_are_the_same_rows():
+def test_the_docs_table_and_these_cases_are_the_same_rows():
     assert readme_rows() == set(CASES)
 
 

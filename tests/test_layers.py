@@ -1,4 +1,4 @@
-"""The package's folders are its layers (issue #31; README "How it is built"): imports point down
+"""The package's folders are its layers (issue #31; docs/architecture.md "How it is built"): imports point down
 (cli, simulate, openapi, sides, web, upkeep, rules, plumbing) and no side imports another side.
 The contracts live in setup.cfg ([importlinter]) and are checked here with import-linter; the
 OpenAPI document is held byte for byte to tests/data/openapi.json, so a move of code cannot change it."""

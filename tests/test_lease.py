@@ -1,4 +1,4 @@
-"""The reservation lease (issue #16; README, "Reservation lease"): a reservation no settle ends is
+"""The reservation lease (issue #16; docs/engine/api.md, "Reservation lease"): a reservation no settle ends is
 released by the sweep after RESERVATION_LEASE_SECONDS as an originate failure would be, logged,
 counted and shown; an operator releases one by hand; a settle that comes after the release is
 refused and counts nothing twice."""

@@ -122,7 +122,7 @@ def test_0014_applied_while_the_previous_release_settles_then_both_serve(floor_0
         result = get_db().run(dialstate.settle, f"M-{live[1]:06d}", "abandoned", NOW + timedelta(minutes=1), tz=TZ,
                               grace_minutes=5, release_retry_ms=1000, started_at=NOW)
         assert result["lead"]["dial_status"] == "Abandoned"
-        state = get_db().run_snapshot(floor.floor_state, NOW + timedelta(minutes=1), "home_loan")
+        state = get_db().run_snapshot(floor.floor_state, NOW + timedelta(minutes=1), "home_loan", TZ)
     assert state["form_types"][0]["abandons"]["windows"]["today"] == {
         "answered": 1, "abandoned": 1, "late_connects": 0, "rate": 1.0}
     with conn.cursor() as cur:

@@ -44,6 +44,7 @@ def browser(tmp_path_factory):
                  "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for driver.get_log
     service = Service(driver_path, env=faketime.real_clock(os.environ))
     driver = webdriver.Chrome(service=service, options=options)
     driver.execute_cdp_cmd("Network.enable", {})

@@ -2,9 +2,13 @@
 
 import json
 import logging
+import os
+import subprocess
 from datetime import datetime
+from pathlib import Path
 
 import click
+from dotenv import dotenv_values, find_dotenv
 from flask import current_app
 from flask.cli import FlaskGroup
 
@@ -16,11 +20,31 @@ from dialerapi.plumbing.config import ConfigError
 log = logging.getLogger("dialerapi.cli")
 
 
+# scripts/devdb.sh of the checkout this package runs from (an editable install, as `make` makes).
+DEVDB = Path(__file__).resolve().parents[2] / "scripts" / "devdb.sh"
+
+
+def private_database():
+    """{"DATABASE_URL": URL} of the private MariaDB `make run` leaves running, when neither the
+    environment nor .env sets DATABASE_URL and this is a checkout whose scripts/devdb.sh says it is
+    running (honouring DEVDB_DIR, DEVDB_PORT and DEVDB_NAME, as `make run` does); {} otherwise,
+    and the setting's own error stands (issue #41)."""
+    if os.environ.get("DATABASE_URL") or dotenv_values(find_dotenv(usecwd=True)).get("DATABASE_URL"):
+        return {}
+    if not DEVDB.is_file():
+        return {}
+    found = subprocess.run([str(DEVDB), "url", "--running"], capture_output=True, text=True, timeout=30)
+    return {"DATABASE_URL": found.stdout.strip()} if found.returncode == 0 and found.stdout.strip() else {}
+
+
 def _create_cli_app():
     try:
-        return create_app({"JOBS_ENABLED": False})
+        return create_app({"JOBS_ENABLED": False, **private_database()})
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+        hint = ""
+        if "DATABASE_URL is required" in str(exc) and DEVDB.is_file():
+            hint = " (or start the private database of `make run`: make db-start)"
+        raise click.ClickException(f"{exc}{hint}") from None
 
 
 @click.group(cls=FlaskGroup, create_app=_create_cli_app, add_version_option=False)
@@ -28,7 +52,8 @@ def main():
     """Operator commands of the dialerapi lead-intake service.
 
     Settings come from the environment and a .env file in the working directory
-    (DATABASE_URL, WS_SECRET, ...; see README.md).
+    (DATABASE_URL, WS_SECRET, ...; docs: Reference, Settings). Without DATABASE_URL, a checkout's
+    command uses the private database `make run` leaves running.
     """
 
 

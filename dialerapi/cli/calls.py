@@ -1,5 +1,5 @@
 """Commands for a dialing engine without HTTP: claim, bridge, call-connected, settle, release, sweep
-(the same rules as /engine/, README "The same rules as a Python library and as commands")."""
+(the same rules as /engine/, docs/engine/library.md "The same rules as a Python library and as commands")."""
 
 import click
 from flask import current_app
@@ -177,4 +177,4 @@ def floor_command(form_type):
     Prints the JSON of POST /engine/floor (without "ok"), read in one snapshot.
     """
     now = service_now()
-    echo_json({"at": now, **get_db().run_snapshot(floor.floor_state, now, form_type)})
+    echo_json({"at": now, **get_db().run_snapshot(floor.floor_state, now, form_type, service_tz())})

@@ -1,9 +1,10 @@
 """`dialerapi config show|set`: the floor settings of sales_dialer_config that an operator tunes
 without SQL, each checked before it is stored (issue #37: the abandon limit and how it is counted;
-issue #40: how long a personal callback waits for its owner)."""
+issue #40: how long a personal callback waits for its owner; issue #41: the work hours, so the
+tour can be tried at any hour)."""
 
 import click
-from marshmallow import Schema, ValidationError, fields, pre_load
+from marshmallow import Schema, ValidationError, fields, pre_load, validates_schema
 from marshmallow.validate import OneOf, Range
 
 from dialerapi.cli.base import echo_json, main
@@ -12,7 +13,7 @@ from dialerapi.rules import abandons, callbacks, dialstate
 
 
 class FloorSettingsSchema(Schema):
-    """The floor settings and their bounds (README "Abandon rate", "Personal callbacks")."""
+    """The floor settings and their bounds (docs/compliance/abandon-rate.md, docs/crm/personal-callbacks.md)."""
 
     enforce_abandon_limit = fields.Boolean(required=True)
     abandon_limit = fields.Float(required=True, validate=Range(*abandons.LIMIT_RANGE, min_inclusive=False))
@@ -21,6 +22,14 @@ class FloorSettingsSchema(Schema):
     abandon_connect_seconds = fields.Integer(required=True, validate=Range(*abandons.CONNECT_SECONDS_RANGE))
     personal_callback_fallback_minutes = fields.Integer(required=True, allow_none=True,
                                                         validate=Range(*callbacks.FALLBACK_RANGE))
+    # The work window (decisions.md D1), wall-clock in DB_TIMEZONE; it may cross midnight.
+    work_start = fields.Time(required=True)
+    work_end = fields.Time(required=True)
+
+    @validates_schema
+    def a_window_that_opens(self, data, **kwargs):
+        if data.get("work_start") is not None and data.get("work_start") == data.get("work_end"):
+            raise ValidationError("must differ from work_start: an empty window never opens", "work_end")
 
     @pre_load
     def empty_is_never(self, data, **kwargs):
@@ -32,7 +41,8 @@ class FloorSettingsSchema(Schema):
 
 def _current(conn):
     config = dialstate.load_config(conn)
-    return {name: getattr(config, name) for name in FloorSettingsSchema().fields}
+    schema = FloorSettingsSchema()
+    return schema.dump({name: getattr(config, name) for name in schema.fields})
 
 
 @main.group("config")
@@ -51,7 +61,8 @@ def config_show():
 def config_set(settings):
     """Set floor settings, all or none: abandon_limit (0 < x <= 0.2), abandon_period (24h or 30d),
     abandon_min_answered (0 or more), abandon_connect_seconds (1 to 30), enforce_abandon_limit
-    (true or false), personal_callback_fallback_minutes (0 to 10080; empty: never). A value out of
+    (true or false), personal_callback_fallback_minutes (0 to 10080; empty: never), work_start and
+    work_end (HH:MM[:SS], wall-clock in DB_TIMEZONE; the window may cross midnight). A value out of
     range is refused, naming the setting, and nothing is stored."""
     given = {}
     for setting in settings:
@@ -68,6 +79,6 @@ def config_set(settings):
             raise click.BadParameter("; ".join(f"{name}: {' '.join(messages)}" for name, messages in
                                                sorted(exc.messages.items())), param_hint="SETTINGS") from None
         queries.set_floor_settings(conn, **wanted)
-        return wanted
+        return FloorSettingsSchema().dump(wanted)
 
     echo_json(get_db().run(store))

@@ -28,7 +28,7 @@ def report_group():
 def report_abandons(first_day, last_day, form_type, csv_file, as_json):
     """Per floor day and form_type: calls, answered, abandoned, late connects and rate; then per
     form_type the highest rate over any legal period (abandon_period) ending inside the range, with
-    its end. form_type "*" is the whole floor. README "Abandon rate"."""
+    its end. form_type "*" is the whole floor. docs/compliance/abandon-rate.md "Abandon rate"."""
     if last_day < first_day:
         raise click.BadParameter("--to is before --from", param_hint="--to")
     if (last_day - first_day).days > 3660:

@@ -1,4 +1,4 @@
-"""`dialerapi simulate`: a campaign played on a virtual clock in its own schema (README, "The floor simulator")."""
+"""`dialerapi simulate`: a campaign played on a virtual clock in its own schema (docs/simulator.md)."""
 
 import json
 
@@ -20,7 +20,7 @@ def _json_value(ctx, param, value):
 
 
 def _scenario_options(command):
-    """The scenario fields as options; each overrides the --scenario file (README "The floor simulator")."""
+    """The scenario fields as options; each overrides the --scenario file (docs/simulator.md "The floor simulator")."""
     json_options = {
         "--outcomes": "Outcome weights, JSON: {\"answered\": 35, \"no_answer\": 33, ...}.",
         "--ring-seconds": "Ring time, JSON: 20, [8, 30] or {\"exponential\": 20}.",
@@ -84,7 +84,7 @@ def simulate(scenario_file, json_path, csv_dir, chart, keep, **options):
     Each run creates a schema beside the service's database (<database>_sim_<random>), writes the
     scenario's dialer config there, pushes the leads through POST /api/leads, adds the agents, plays
     the days and drops the schema: the live floor and later runs never see it. Prints a summary
-    (or JSON with --json -). README "The floor simulator" defines every option and figure.
+    (or JSON with --json -). docs/simulator.md "The floor simulator" defines every option and figure.
     """
     from marshmallow import ValidationError
 

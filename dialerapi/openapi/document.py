@@ -191,7 +191,7 @@ OPERATIONS.update({
         "`oli_id` for `agent_id` (reopens Received, Rejected and Disposed). The lead becomes Calling and "
         "reserved. Sent again with the same `request_id`, it answers the same lead and reserves nothing more. "
         "`lead: null` means that no lead the claim may take is due and unreserved; every other refusal is a 409 "
-        "that says why (README, \"The engine API\", the error table mode by mode).",
+        "that says why (docs/engine/api.md, \"The engine API\", the error table mode by mode).",
         CLAIM_REQUEST, {"mode": "progressive", "agent_id": 501, "request_id": "c-7f3a-0001"},
         "EngineClaimResponse", None,
         **{"404": _json("Error", "`unknown_agent` (progressive, redial, inbound) or `unknown_oli_id` (redial, "
@@ -252,7 +252,7 @@ OPERATIONS.update({
         "The floor per form_type, for a pacing engine: agents by state, calls reserved, leads due",
         "One consistent snapshot. Per form_type some agent has (or only `form_type`): agents free, on a call, in "
         "wrap-up, paused, outbound-blocked and panel-inactive; live reservations and how many are connected; "
-        "due unreserved leads counted up to `leads_due_cap`. Reads only (README, \"Pacing per skill\").",
+        "due unreserved leads counted up to `leads_due_cap`. Reads only (docs/engine/pacing.md, \"Pacing per skill\").",
         "EngineFloorRequest", {"form_type": "home_loan"},
         "EngineFloorResponse", None,
     ),
@@ -285,9 +285,9 @@ set callbacks and file dispositions, which are held while a lead is live on a ca
 it settles. Every error is `{"ok": false, "error": CODE}` (400 adds `details`). The key goes in
 `Authorization: Bearer`, `X-API-Key` or `X-Access-Key`: the CRM's WS_SECRET, except for the
 dialing engine's operations under `/engine/` (tag `engine`), which take ENGINE_SECRET. Agent panels
-use the websocket at `/ws` with a token of their own agent (POST /api/agent-tokens; see the README). Times: `YYYY-MM-DD HH:MM[:SS]` is wall-clock time in the service's DB_TIMEZONE;
+use the websocket at `/ws` with a token of their own agent (POST /api/agent-tokens; see the docs, Agent desktops). Times: `YYYY-MM-DD HH:MM[:SS]` is wall-clock time in the service's DB_TIMEZONE;
 ISO 8601 with an offset is converted. With daylight saving, a wall-clock time that does not exist
-moves forward by the gap and one that exists twice is its first occurrence (README, "Time and
+moves forward by the gap and one that exists twice is its first occurrence (docs/operations/time.md, "Time and
 daylight saving")."""
 
 
@@ -315,7 +315,7 @@ def build():
         spec.components.schema(name, schema=schema)
     for path, operations in OPERATIONS.items():
         spec.path(path=path, operations={method: {"security": SECURITY, **op} for method, op in operations.items()})
-    spec.tag({"name": "engine", "description": "The dialing engine's operations (ENGINE_SECRET); see the README"})
+    spec.tag({"name": "engine", "description": "The dialing engine's operations (ENGINE_SECRET); see the docs, Dialing engine"})
     document = spec.to_dict()
     document["security"] = SECURITY
     return document

@@ -301,9 +301,20 @@ class FloorFormTypeSchema(Schema):
     leads_due = fields.Integer(required=True, metadata={"description": "Due, unreserved leads, at most leads_due_cap"})
     leads_due_capped = fields.Boolean(required=True, metadata={"description": "At least leads_due_cap are due"})
     abandons = fields.Nested(AbandonsSchema, required=True, metadata={
-        "description": "The abandon rate per window and the limit (issue #37, README \"Abandon rate\")"})
+        "description": "The abandon rate per window and the limit (issue #37, docs/compliance/abandon-rate.md \"Abandon rate\")"})
     personal_callbacks = fields.Nested(FloorPersonalCallbacksSchema, required=True, metadata={
         "description": "Due personal callbacks (issue #40); leads_due counts them too"})
+
+
+class FloorWorkWindowSchema(Schema):
+    start = fields.String(required=True, metadata={"example": "09:00", "description": "work_start, wall-clock DB_TIMEZONE"})
+    end = fields.String(required=True, metadata={"example": "21:00", "description": "work_end; the window may cross midnight"})
+    open = fields.Boolean(required=True, metadata={"description": "`at` is inside the window"})
+    obeyed = fields.Boolean(required=True, metadata={
+        "description": "outbound_obey_work_hours: due callbacks also wait for the window"})
+    next_start = fields.String(required=True, allow_none=True, metadata={
+        "example": "2026-11-22 09:00:00",
+        "description": "The next work start while the window is closed (a lead pushed now is due then); null while open"})
 
 
 class EngineFloorResponseSchema(Schema):
@@ -311,6 +322,8 @@ class EngineFloorResponseSchema(Schema):
     at = fields.String(required=True, metadata={"example": "2026-11-21 10:00:05"})
     maintenance = fields.Boolean(required=True)
     leads_due_cap = fields.Integer(required=True, metadata={"example": 100})
+    work_window = fields.Nested(FloorWorkWindowSchema, required=True, metadata={
+        "description": "The floor's work hours (issue #41): why nothing is due outside them"})
     floor_abandons = fields.Nested(AbandonWindowsSchema, required=True, metadata={
         "description": "The abandon windows summed over the form_types answered (issue #37)"})
     form_types = fields.List(fields.Nested(FloorFormTypeSchema), required=True)

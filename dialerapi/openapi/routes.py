@@ -1,6 +1,6 @@
-"""GET /openapi.json: the OpenAPI document (public, so Swagger UI at /docs can load it)."""
+"""GET /openapi.json (public, so Swagger UI at /docs/ can load it), and /docs to /docs/ (issue #41)."""
 
-from flask import Blueprint, current_app
+from flask import Blueprint, current_app, redirect
 
 from dialerapi.openapi.document import build
 from dialerapi.web.auth import public
@@ -16,3 +16,12 @@ def openapi_document():
     if document is None:
         document = current_app.extensions["dialerapi.openapi"] = build()
     return document
+
+
+@docs_bp.get("/docs")
+@public
+def docs_redirect():
+    """/docs -> /docs/ (Swagger UI): before issue #41 a path without its slash was 401, as every path
+    the key check does not know is (web.auth)."""
+    return redirect("/docs/", code=308)
+

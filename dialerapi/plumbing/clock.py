@@ -4,7 +4,7 @@
 
 Every DATETIME column holds naive wall-clock time in DB_TIMEZONE. In a zone with daylight saving
 that loses information twice a year, and this module is the one place that decides what such a
-time means (README, "Time and daylight saving"):
+time means (docs/operations/time.md, "Time and daylight saving"):
 
 1. A wall-clock time that does not exist (02:30 on a spring-forward night) moves forward by the
    gap (03:30).

@@ -7,6 +7,8 @@ or missing value raises `ConfigError`, whose message is one line naming the vari
 
 import ipaddress
 import os
+from collections.abc import Callable
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -103,7 +105,7 @@ def database_nodes(url):
     """The nodes a `mysql://user:password@host1:port1,host2:port2/database` URL names, in order.
 
     Returns a list of (host, port) pairs, one for a plain MariaDB, several for a Galera cluster
-    (README "Scale out"): the service uses the first node that is ready and moves down the list
+    (docs/operations/galera.md "Scale out"): the service uses the first node that is ready and moves down the list
     when it dies or refuses work. IPv6 hosts go in brackets. Raises ConfigError naming DATABASE_URL.
     """
     parts = urlsplit(str(url).strip())
@@ -169,65 +171,101 @@ def _database_url(name, value):
     return value
 
 
-# name: (default, parser); None as default means required.
+class Setting(NamedTuple):
+    """One D10 setting: its default (None: required), the parser that checks it, what it means
+    (the settings reference of the docs site is generated from these, docs/gen_reference.py) and,
+    when the default is not a literal value, how the reference shows it."""
+    default: str | None
+    parse: Callable[[str, str], object]
+    doc: str
+    shown_default: str = ""
+
+
 SETTINGS = {
-    "DATABASE_URL": (None, _database_url),
-    "WS_SECRET": (None, _secret),
-    # The dialing engine's key for /engine/ (empty: the engine API answers 401 to everyone).
-    "ENGINE_SECRET": ("", _optional_secret),
-    # The monitor's read-only key: /health, /api/health and /metrics, nothing else (issue #28).
-    "MONITOR_SECRET": ("", _optional_secret),
-    # During a rotation, the key being retired, still accepted until removed (README "Rotating keys").
-    "WS_SECRET_PREVIOUS": ("", _optional_secret),
-    "ENGINE_SECRET_PREVIOUS": ("", _optional_secret),
-    "MONITOR_SECRET_PREVIOUS": ("", _optional_secret),
-    # Agent tokens (web.agent_tokens): the signing key (empty: WS_SECRET, and WS_SECRET_PREVIOUS
-    # for tokens signed before a rotation), the key being retired, the default lifetime (a shift)
-    # and the longest a caller may ask for, in seconds.
-    "AGENT_TOKEN_KEY": ("", _optional_secret),
-    "AGENT_TOKEN_KEY_PREVIOUS": ("", _optional_secret),
-    "AGENT_TOKEN_SECONDS": ("43200", _positive_int),
-    "AGENT_TOKEN_MAX_SECONDS": ("86400", _positive_int),
-    # Origins of the agent desktop whose pages may open /ws (scheme://host[:port], comma-separated).
-    # Empty: only the service's own origin (the Origin's host equals the Host header); `*`: any.
-    # A socket with no Origin header (a server-side client, not a browser) is not checked.
-    "WS_ALLOWED_ORIGINS": ("", _origins),
-    # Accept WS_SECRET in the /ws URL (`?key=`, the handshake before issue #28) during a migration
-    # window; every use logs a warning. Off by default: a key in a URL ends up in a browser.
-    "WS_ALLOW_KEY_IN_URL": ("false", _flag),
-    "DB_TIMEZONE": ("UTC", _timezone),
-    "MISSED_ACTIVITY_GRACE_MINUTES": ("10", _non_negative_int),
-    "RELEASE_RETRY_MS": ("60000", _non_negative_int),
-    # A reservation older than this (elapsed seconds) without a settle is released by the sweep as an
-    # originate failure: 4 hours, longer than any real call (README, "Reservation lease").
-    "RESERVATION_LEASE_SECONDS": ("14400", _positive_int),
-    "RATELIMIT_STORAGE_URI": ("memory://", _text),
-    "TRUSTED_PROXY_COUNT": ("0", _non_negative_int),
-    # X-Forwarded-For is read only on connections from these addresses: a client that reaches
-    # gunicorn directly cannot choose its own rate-limit counter (issue #17).
-    "TRUSTED_PROXIES": ("127.0.0.1,::1", _networks),
-    "AMI_HOST": ("", _text),
-    "AMI_PORT": ("5038", _positive_int),
-    "AMI_USERNAME": ("", _text),
-    "AMI_SECRET": ("", _text),
-    "LOG_LEVEL": ("INFO", _log_level),
-    "DB_POOL_SIZE": ("16", _positive_int),
-    # The most database connections one process opens at once (0: no cap, as many as its threads
-    # ask for). The socket pool sets it to DB_POOL_SIZE: its greenlets are not bounded by threads,
-    # and a reconnect storm of a whole floor would otherwise open a connection per socket.
-    "DB_POOL_MAX": ("0", _non_negative_int),
-    # On a Galera cluster, every transaction first waits until its node has applied what the cluster
-    # committed before (wsrep_sync_wait = 1), so a request reads another host's write (issue #19).
-    # Ignored off Galera. README "Scale out" has its cost.
-    "DB_CAUSAL_READS": ("true", _flag),
-    # The most agent sockets (/ws) one host (one gunicorn) holds at once; past it a new socket is
-    # refused with close 1013 (issue #27). deploy/gunicorn.conf.py sets it per pool: 2000 for the
-    # socket pool, half the threads for the HTTP pool (README "Sizing the socket pool").
-    "WS_MAX_SOCKETS": ("2000", _positive_int),
-    # Seconds a panel refused for capacity waits before it tries again (it adds its own jitter).
-    "WS_RETRY_AFTER_SECONDS": ("10", _positive_int),
-    # Background jobs (health checks, sweeps) run under gunicorn; CLI commands and tests turn them off.
-    "JOBS_ENABLED": ("true", _flag),
+    "DATABASE_URL": Setting(
+        None, _database_url,
+        "`mysql://user:password@host:port/database`; a Galera cluster's nodes in order of preference: "
+        "`mysql://user:password@db1:3306,db2:3306,db3:3306/database` (Operations, Galera). Without it, "
+        "`make run`, `make test` and the `dialerapi` command of a checkout use the private MariaDB of "
+        "`scripts/devdb.sh` when it is running.",
+        "required (make: the private MariaDB)"),
+    "WS_SECRET": Setting(None, _secret, "The CRM's key (shared service secret); printable ASCII, no spaces."),
+    "ENGINE_SECRET": Setting(
+        "", _optional_secret,
+        "The dialing engine's key for `/engine/`; must differ from `WS_SECRET`. Empty: the engine API "
+        "answers 401 to everyone.", "empty (engine API closed)"),
+    "MONITOR_SECRET": Setting(
+        "", _optional_secret, "The monitor's read-only key: `/health`, `/api/health` and `/metrics`, nothing else "
+        "(issue #28).", "empty (none)"),
+    "WS_SECRET_PREVIOUS": Setting(
+        "", _optional_secret, "During a rotation, the CRM key being retired, still accepted until removed "
+        "(Operations, Keys and rotation)."),
+    "ENGINE_SECRET_PREVIOUS": Setting("", _optional_secret, "The engine key being retired, still accepted."),
+    "MONITOR_SECRET_PREVIOUS": Setting("", _optional_secret, "The monitor key being retired, still accepted."),
+    "AGENT_TOKEN_KEY": Setting(
+        "", _optional_secret, "Signs agent tokens (web.agent_tokens). Empty: `WS_SECRET`, and "
+        "`WS_SECRET_PREVIOUS` for tokens signed before a rotation.", "`WS_SECRET`"),
+    "AGENT_TOKEN_KEY_PREVIOUS": Setting(
+        "", _optional_secret, "The token key being retired: tokens it signed still verify.", "`WS_SECRET_PREVIOUS`"),
+    "AGENT_TOKEN_SECONDS": Setting("43200", _positive_int, "A token's default lifetime, seconds (a shift)."),
+    "AGENT_TOKEN_MAX_SECONDS": Setting("86400", _positive_int, "The longest lifetime a caller may ask for, seconds."),
+    "WS_ALLOWED_ORIGINS": Setting(
+        "", _origins,
+        "Origins of the agent desktop whose pages may open `/ws` (`scheme://host[:port]`, comma-separated); "
+        "`*`: any. A socket with no Origin header (a server-side client, not a browser) is not checked.",
+        "empty: the service's own origin"),
+    "WS_ALLOW_KEY_IN_URL": Setting(
+        "false", _flag,
+        "Accept `WS_SECRET` in the `/ws` URL (`?key=`, the handshake before issue #28) during a migration "
+        "window; every use logs a warning. Off by default: a key in a URL ends up in a browser."),
+    "DB_TIMEZONE": Setting(
+        "UTC", _timezone,
+        "IANA zone of every DATETIME column and of times sent without an offset (Operations, Time and "
+        "daylight saving)."),
+    "MISSED_ACTIVITY_GRACE_MINUTES": Setting(
+        "10", _non_negative_int, "Grace after a hangup before an agent's outbound is paused, minutes."),
+    "RELEASE_RETRY_MS": Setting(
+        "60000", _non_negative_int,
+        "Retry delay after an originate failure (and after a released reservation), milliseconds."),
+    "RESERVATION_LEASE_SECONDS": Setting(
+        "14400", _positive_int,
+        "A reservation older than this (elapsed seconds) without a settle is released by the sweep as an "
+        "originate failure: 4 hours, longer than any real call (Dialing engine, Reservation lease)."),
+    "RATELIMIT_STORAGE_URI": Setting(
+        "memory://", _text, "flask-limiter's storage: `redis://...` when several processes or hosts serve."),
+    "TRUSTED_PROXY_COUNT": Setting("0", _non_negative_int, "Proxies whose `X-Forwarded-For` entry is trusted."),
+    "TRUSTED_PROXIES": Setting(
+        "127.0.0.1,::1", _networks,
+        "Addresses or networks (CIDR) whose `X-Forwarded-For` is read at all: a client that reaches gunicorn "
+        "directly cannot choose its own rate-limit counter (issue #17)."),
+    "AMI_HOST": Setting("", _text, "Asterisk manager interface host (empty: no AMI check)."),
+    "AMI_PORT": Setting("5038", _positive_int, "Asterisk manager interface port."),
+    "AMI_USERNAME": Setting("", _text, "Asterisk manager interface user."),
+    "AMI_SECRET": Setting("", _text, "Asterisk manager interface secret."),
+    "LOG_LEVEL": Setting("INFO", _log_level, "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
+    "DB_POOL_SIZE": Setting("16", _positive_int, "Idle database connections kept per process."),
+    "DB_POOL_MAX": Setting(
+        "0", _non_negative_int,
+        "The most database connections one process opens at once; past it a transaction waits for one. "
+        "The socket pool sets it to `DB_POOL_SIZE`: its greenlets are not bounded by threads, and a "
+        "reconnect storm of a whole floor would otherwise open a connection per socket.",
+        "0 (no cap); the socket pool: `DB_POOL_SIZE`"),
+    "DB_CAUSAL_READS": Setting(
+        "true", _flag,
+        "On a Galera cluster, every transaction first waits until its node has applied what the cluster "
+        "committed before (`wsrep_sync_wait = 1`), so a request reads another host's write (issue #19). "
+        "Ignored off Galera."),
+    "WS_MAX_SOCKETS": Setting(
+        "2000", _positive_int,
+        "The most agent sockets (`/ws`) one host (one gunicorn) holds at once; past it a new socket gets "
+        "`server_error` `at_capacity` and close 1013 (issue #27). deploy/gunicorn.conf.py sets it per pool "
+        "(Operations, Capacity and sizing).",
+        "2000 on the socket pool; at most `GUNICORN_THREADS / 2` on the HTTP pool"),
+    "WS_RETRY_AFTER_SECONDS": Setting(
+        "10", _positive_int,
+        "The `retry_after` a panel refused for capacity is told, seconds (it adds its own jitter)."),
+    "JOBS_ENABLED": Setting(
+        "true", _flag, "Background jobs (health checks, sweeps) under gunicorn; the CLI and the tests turn them off."),
 }
 
 
@@ -259,7 +297,7 @@ def load(overrides=None):
     overrides = dict(overrides or {})
     load_dotenv(find_dotenv(usecwd=True), override=False)
     parsed = {}
-    for name, (default, parse) in SETTINGS.items():
+    for name, (default, parse, *_) in SETTINGS.items():
         raw = overrides.pop(name, os.environ.get(name, default))
         if raw is None:
             parse(name, "")

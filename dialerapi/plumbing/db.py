@@ -4,7 +4,7 @@ Data-layer functions take the connection first and never commit; the caller owns
 (aiosql's model). `Database.run` executes such a function in one transaction and runs it again
 when the database says the transaction lost a conflict (deadlock or Galera certification failure,
 1213; lock-wait timeout, 1205), when the function raises `Conflict`, or when the node was lost or
-refuses work before COMMIT (README "Scale out"): then the connection moves to the next ready node
+refuses work before COMMIT (docs/operations/galera.md "Scale out"): then the connection moves to the next ready node
 of DATABASE_URL.
 """
 
@@ -58,14 +58,14 @@ class Conflict(Exception):
 class CommitOutcomeUnknown(Exception):
     """The connection was lost after COMMIT was sent and before the server answered: the work may
     or may not be stored. Never retried here (the work would run twice); HTTP answers 503
-    `commit_unknown` and the client repeats the request to find out (README "Security and limits")."""
+    `commit_unknown` and the client repeats the request to find out (docs/operations/security.md "Security and limits")."""
 
 
 class DatabaseUnavailable(Exception):
     """Nothing was stored and the database cannot take the work now: `reason` is `no_ready_node`
     (every node of DATABASE_URL refused or was lost within FAILOVER_BUDGET_SECONDS) or `conflicts`
     (the work lost conflicts for CONFLICT_BUDGET_SECONDS). HTTP answers 503 `database_unavailable`
-    with Retry-After (README "Scale out")."""
+    with Retry-After (docs/operations/galera.md "Scale out")."""
 
     def __init__(self, reason, detail=""):
         super().__init__(f"{reason}: {detail}" if detail else reason)

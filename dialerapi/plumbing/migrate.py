@@ -19,7 +19,7 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 def _backend(database_url):
     # Close yoyo's connection every time: left open in a transaction it would hold metadata locks
     # that block the next migration's ALTER TABLE. yoyo takes one host: the first ready node of a
-    # Galera cluster's list, whose DDL Galera applies on every node (README "Scale out").
+    # Galera cluster's list, whose DDL Galera applies on every node (docs/operations/galera.md "Scale out").
     with closing(connect(database_url)) as probe:
         node = (probe.host, probe.port)
     backend = get_backend(url_with_nodes(database_url, [node]).replace("mysql+pymysql://", "mysql://", 1))

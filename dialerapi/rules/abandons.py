@@ -1,4 +1,4 @@
-"""The abandon rate the law counts, per campaign (issue #37; README "Abandon rate").
+"""The abandon rate the law counts, per campaign (issue #37; docs/compliance/abandon-rate.md "Abandon rate").
 
 What is counted, per form_type (the campaign here) and for the whole floor, the way the rules
 count it (FTC TSR 16 CFR 310.4(b)(4) and the FCC's TCPA rule: 3% of live answers per campaign over

@@ -124,7 +124,7 @@ def sweep(db, now, tz, config=None):
 
 
 def release_expired(db, now, tz, *, lease_seconds, grace_minutes, release_retry_ms):
-    """Release every reservation older than `lease_seconds` (README, "Reservation lease"), one transaction each.
+    """Release every reservation older than `lease_seconds` (docs/engine/api.md, "Reservation lease"), one transaction each.
 
     Each goes as an originate failure would (dialstate.release), unless it was settled or released
     since it was read (its reservation_id is no longer the lead's). Logs a warning per lead.

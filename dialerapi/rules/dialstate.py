@@ -191,7 +191,7 @@ def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=Non
 
 
 def release(conn, oli_id, now, *, tz, grace_minutes, release_retry_ms, reservation_id=None):
-    """End a live reservation that no settle ended (README, "Reservation lease"), in the caller's transaction.
+    """End a live reservation that no settle ended (docs/engine/api.md, "Reservation lease"), in the caller's transaction.
 
     What an originate failure does, without a call attempt: the status from before the claim is
     restored, call_count and the attempt times stay as they were, the lead is retried after
@@ -222,7 +222,7 @@ def expired_reservations(conn, now, tz, lease_seconds):
 
 
 def live_reservations(conn, now, tz):
-    """The live reservations, for /health and /metrics (README, "Reservation lease"), in one statement.
+    """The live reservations, for /health and /metrics (docs/engine/api.md, "Reservation lease"), in one statement.
 
     Returns {"live": leads Calling + reserved, "unleased": those without reserved_at (no lease),
     "oldest_seconds": elapsed seconds since the oldest reserved_at, or None when there is none}.

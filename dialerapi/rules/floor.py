@@ -6,6 +6,7 @@ A predictive engine dials each skill on its own free agents (claims.claim_predic
 form_type); this is what it paces on. Read in one snapshot (plumbing.db.Database.run_snapshot).
 """
 
+from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 from dialerapi.rules import abandons, callbacks, dialstate
 
@@ -18,10 +19,11 @@ STATES = {None: "free", "ami_busy": "on_call", "wrap_up": "wrap_up", "paused": "
           "outbound_blocked": "outbound_blocked", "panel_inactive": "panel_inactive"}
 
 
-def floor_state(conn, now, form_type=None, tz=None):
-    """The floor at `now` (wall-clock DB_TIMEZONE), for every form_type some agent has, or only `form_type`.
+def floor_state(conn, now, form_type, tz):
+    """The floor at `now` (wall-clock in `tz`, DB_TIMEZONE), for every form_type some agent has, or only
+    `form_type` (None: all).
 
-    Returns {"maintenance": bool, "leads_due_cap": DUE_CAP, "form_types": [{"form_type",
+    Returns {"maintenance": bool, "leads_due_cap": DUE_CAP, "work_window": see work_window, "form_types": [{"form_type",
     "agents": {free, on_call, wrap_up, paused, outbound_blocked, panel_inactive} (an agent with
     several skills counts under each), "calls": {reserved, connected, not_connected} (live
     reservations; connected: call-connected reported; not_connected: ringing, or answered and
@@ -64,4 +66,17 @@ def floor_state(conn, now, form_type=None, tz=None):
             "personal_callbacks": personal.get(name, dict.fromkeys(callbacks.FLOOR_COUNTS, 0)),
         })
     return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP,
+            "work_window": work_window(now, config, tz),
             "floor_abandons": abandons.floor_total(rates), "form_types": report}
+
+
+def work_window(now, config, tz):
+    """{"start", "end": "HH:MM" wall-clock in `tz` (decisions.md D1; it may cross midnight), "open":
+    `now` is inside [start, end), "obeyed": outbound_obey_work_hours, "next_start": the next
+    work_start ("YYYY-MM-DD HH:MM:SS"), null while open}. A lead pushed while the window is closed is
+    due at next_start (lead-intake-api.md, "Dial-state reset"), so an engine (and the README's tour)
+    can say why nothing is due (issue #41)."""
+    open_now = dialstate.in_work_window(now, config)
+    return {"start": f"{config.work_start:%H:%M}", "end": f"{config.work_end:%H:%M}", "open": open_now,
+            "obeyed": bool(config.outbound_obey_work_hours),
+            "next_start": None if open_now else clock.format_wall_clock(dialstate.next_work_start(now, config, tz))}

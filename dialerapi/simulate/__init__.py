@@ -5,7 +5,7 @@
 (sandbox.py), pushes its leads through POST /api/leads, adds its agents, plays the floor
 (floor.py) with a Python or HTTP engine (engines.py), and drops the schema, so runs never see each
 other and the live floor never sees them. report.py turns runs into figures with 95% intervals;
-theory.py is what the tests hold them to. README "The floor simulator" defines every input and
+theory.py is what the tests hold them to. docs/simulator.md "The floor simulator" defines every input and
 figure.
 """
 

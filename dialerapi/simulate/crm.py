@@ -1,5 +1,5 @@
 """The CRM of the simulated floor: callbacks and dispositions filed during, after or late after a
-call (README, "The floor simulator"), and the report of callbacks honoured. A part of
+call (docs/simulator.md, "The floor simulator"), and the report of callbacks honoured. A part of
 simulate.floor.Floor.
 """
 

@@ -54,7 +54,7 @@ class LibraryEngine:
 
     def abandons(self):
         """{form_type: the floor state's abandons summary} (rules.floor, issue #37)."""
-        state = self.db.run_snapshot(floor.floor_state, self.floor.now)
+        state = self.db.run_snapshot(floor.floor_state, self.floor.now, None, self.floor.tz)
         return {group["form_type"]: group["abandons"] for group in state["form_types"]}
 
     def connected(self, oli_id, agent_id):

@@ -3,7 +3,7 @@
 Time is a virtual clock in whole seconds (the service's one clock, decisions.md D2, is pointed at
 it for the run). Every event (a dial, an answer, a hangup, the end of a wrap-up, a CRM filing, a
 customer giving up, a job run) happens at its exact second; nothing waits for a tick. What the
-floor does between events is the modelling, stated in README "The floor simulator":
+floor does between events is the modelling, stated in docs/simulator.md "The floor simulator":
 
 - Progressive: a free agent claims (`claim_next`); the call rings `ring_seconds` (0 for an
   originate failure), an answered call talks `talk_seconds`; wrap-up follows answered calls (or

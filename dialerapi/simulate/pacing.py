@@ -1,7 +1,7 @@
 """Predictive pacing of the simulated floor, per skill (issue #29): each form_type's group dials on
 its own free agents (`ratio`), steers its own ratio on its own abandon rate (`abandon`), or dials
 at its own Poisson moments (`rate`); answered customers wait for a bridge to an agent with their
-lead's skill, or give up (README, "The floor simulator"). A part of simulate.floor.Floor.
+lead's skill, or give up (docs/simulator.md, "The floor simulator"). A part of simulate.floor.Floor.
 
 An agent with several skills is shared: each of its skills' groups counts it as 1 / (its number of
 skills) of a free agent, so the groups together never count more agents than are free.

@@ -1,6 +1,6 @@
 """What a run measured, and the means and 95% intervals of K replications.
 
-Every figure is defined in README "The floor simulator"; its key here is the name used in the
+Every figure is defined in docs/simulator.md "The floor simulator"; its key here is the name used in the
 JSON, the CSV files and the text summary. Times are agent-minutes unless a key says seconds; hours
 are wall-clock hours in DB_TIMEZONE.
 """

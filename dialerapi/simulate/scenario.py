@@ -3,7 +3,7 @@
 Every input is validated by `ScenarioSchema` (marshmallow) before a run costs any work; an error
 names the field. Durations are in seconds and take three forms: a number (constant), `[low, high]`
 (uniform), or `{"exponential": mean}`. The `dialer` table is written to the run's own
-`sales_dialer_config` (never the live one). README "The floor simulator" defines every field.
+`sales_dialer_config` (never the live one). docs/simulator.md "The floor simulator" defines every field.
 """
 
 import json
@@ -208,7 +208,7 @@ SHARES = {"files_outcome": 0.85, "during_call": 0.2, "callback_share": 0.45, "pu
 
 @dataclass(frozen=True)
 class Scenario:
-    """A validated campaign; build one with `load_scenario`. Field meanings: README "The floor simulator"."""
+    """A validated campaign; build one with `load_scenario`. Field meanings: docs/simulator.md "The floor simulator"."""
 
     agents: int
     leads: int

@@ -81,7 +81,7 @@ class HealthState:
 def check_database(app):
     """Connect to the first ready node of DATABASE_URL and run SELECT 1, each step bounded by 2 s;
     record the result on the app. A Galera node that is up but refuses work (wsrep_ready OFF: cut
-    off from the cluster, or still joining) does not count (README "Scale out")."""
+    off from the cluster, or still joining) does not count (docs/operations/galera.md "Scale out")."""
     state = app.extensions["dialerapi.health"]
     started = time.monotonic()
     try:
@@ -122,7 +122,7 @@ def _metrics(conn, tz):
         "open_missed_activities": queries.count_open_missed_activities(conn),
         "blocked_agents": queries.count_blocked_agents(conn),
         # A reservation older than RESERVATION_LEASE_SECONDS is released by the next sweep; one
-        # without reserved_at (reserved in SQL by an engine) never is (README, "Reservation lease").
+        # without reserved_at (reserved in SQL by an engine) never is (docs/engine/api.md, "Reservation lease").
         "live_reservations": reservations["live"],
         "unleased_reservations": reservations["unleased"],
         "oldest_reservation_seconds": reservations["oldest_seconds"],

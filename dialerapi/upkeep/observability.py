@@ -103,7 +103,7 @@ class DatabaseGauges:
                                     value=reservations["oldest_seconds"] or 0)
             yield from socket_gauges(socket_slots.hosts_report(conn, now, self.tz))
             yield from compliance_gauges(compliance_report(conn, now, self.tz))
-            yield abandon_gauge(floor.floor_state(conn, now)["form_types"])
+            yield abandon_gauge(floor.floor_state(conn, now, None, self.tz)["form_types"])
         finally:
             conn.close()
 

@@ -10,7 +10,7 @@ A token is itsdangerous's URL-safe signed JSON `{"agent_id": 501, "exp": 1764072
 expiry in whole seconds since the Unix epoch, UTC), signed with HMAC-SHA256 under
 AGENT_TOKEN_KEY (WS_SECRET when unset). itsdangerous signs with the newest key and accepts any key
 of the list, so AGENT_TOKEN_KEY_PREVIOUS keeps tokens of the key being retired valid until they
-expire (README "Rotating keys"). Expiry is read against the service's one clock (D2), not the
+expire (docs/operations/keys.md "Rotating keys"). Expiry is read against the service's one clock (D2), not the
 machine's.
 """
 

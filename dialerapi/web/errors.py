@@ -138,7 +138,7 @@ def commit_unknown(err):
 
 def database_unavailable(err):
     # Nothing was stored: the client repeats the request after Retry-After seconds, by which
-    # time the service has moved to a live node or the conflict has passed (README "Scale out").
+    # time the service has moved to a live node or the conflict has passed (docs/operations/galera.md "Scale out").
     return error_response(503, "database_unavailable", reason=err.reason,
                           headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE_SECONDS)})
 

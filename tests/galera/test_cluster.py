@@ -1,4 +1,4 @@
-"""Every promise through a 3-node Galera cluster and two hosts on two nodes (issue #19; README
+"""Every promise through a 3-node Galera cluster and two hosts on two nodes (issue #19; docs/operations/galera.md
 "Scale out"): overlapping pushes all 201 and stored once, claims never doubled, CRM actions at
 settle applied once, one job run per tick, causal reads, no outbox row skipped, a node killed and
 rejoined without a lost, doubled or partial write, a node cut off reported and avoided.

@@ -16,7 +16,7 @@
 --   so a claim reads each open zone's first leads and never passes a closed zone's by.
 -- STORED, not VIRTUAL: InnoDB's purge leaves the old entries of an index on a virtual column
 -- behind, delete-marked, and a claim reading past them slowed tenfold after a few thousand claims
--- (README "Do-not-call and calling hours"). Adding a stored column rebuilds the table: writes wait
+-- (docs/compliance/do-not-call.md "Do-not-call and calling hours"). Adding a stored column rebuilds the table: writes wait
 -- while it runs (20 s for 1,000,000 leads on this project's machine), reads go on.
 -- The previous release's claim reads ix_claim_retry_v2 and ix_claim_callback_v2, kept here so it
 -- still serves on this schema while hosts upgrade one at a time; a later migration drops them.

@@ -19,11 +19,12 @@ FROM sales_dialer_config AS c
 LEFT JOIN sales_priorities AS p ON TRUE
 WHERE c.id = 1;
 
--- name: set_floor_settings(enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds, personal_callback_fallback_minutes)!
--- What `dialerapi config set` stores (issues #37 and #40), every value checked first (cli.config).
+-- name: set_floor_settings(enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds, personal_callback_fallback_minutes, work_start, work_end)!
+-- What `dialerapi config set` stores (issues #37, #40 and #41), every value checked first (cli.config).
 UPDATE sales_dialer_config
 SET enforce_abandon_limit = :enforce_abandon_limit, abandon_limit = :abandon_limit,
     abandon_period = :abandon_period, abandon_min_answered = :abandon_min_answered,
     abandon_connect_seconds = :abandon_connect_seconds,
-    personal_callback_fallback_minutes = :personal_callback_fallback_minutes
+    personal_callback_fallback_minutes = :personal_callback_fallback_minutes,
+    work_start = :work_start, work_end = :work_end
 WHERE id = 1;

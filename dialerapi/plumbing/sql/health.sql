@@ -14,7 +14,7 @@ SELECT COUNT(*) FROM sales_agents WHERE outbound_blocked = 1;
 SELECT last_started_at, last_finished_at, last_result FROM dialerapi_job_runs WHERE name = :name;
 
 -- name: node_state()^
--- Whether this is a Galera node and whether it takes work now (README "Scale out").
+-- Whether this is a Galera node and whether it takes work now (docs/operations/galera.md "Scale out").
 SELECT @@global.wsrep_on AS wsrep_on,
   (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_READY') AS wsrep_ready,
   (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS

@@ -100,7 +100,7 @@ def pause_reasons():
 
 
 PANEL_DIR = Path(__file__).resolve().parent / "panel"
-PANEL_FILES = ("index.html", "panel.js", "panel.css")
+PANEL_FILES = ("index.html", "panel.js", "panel.css", "favicon.ico")
 # The panel's own files and its own origin only: no inline script, no third party, not framed.
 PANEL_POLICY = "default-src 'self'; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
 
@@ -110,6 +110,14 @@ PANEL_POLICY = "default-src 'self'; connect-src 'self'; frame-ancestors 'self'; 
 def panel_redirect():
     """/panel -> /panel/, keeping the fragment (a browser keeps it across a redirect)."""
     return redirect("/panel/", code=308)
+
+
+@panel_bp.get("/favicon.ico")
+@public
+def favicon():
+    """The service's icon (a headset), for the browser that opens /panel/ or /docs/ and asks for it
+    without a key: before issue #41 that was a 401, an error in the agent's console."""
+    return send_from_directory(PANEL_DIR, "favicon.ico", mimetype="image/vnd.microsoft.icon", max_age=86400)
 
 
 @panel_bp.get("/panel/", defaults={"name": "index.html"})

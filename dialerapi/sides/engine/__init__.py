@@ -1,2 +1,2 @@
-"""The dialing engine's side: /engine/claim, bridge, call-connected, settle and agent-state (README,
-"The engine API"), opened by ENGINE_SECRET only."""
+"""The dialing engine's side: /engine/claim, bridge, call-connected, settle and agent-state
+(docs/engine/api.md), opened by ENGINE_SECRET only."""

@@ -1,4 +1,4 @@
-"""The engine side's HTTP surface, /engine/ (README, "The engine API"): claim, bridge,
+"""The engine side's HTTP surface, /engine/ (docs/engine/api.md, "The engine API"): claim, bridge,
 call-connected, settle, agent state and the floor state, opened by ENGINE_SECRET only (web.auth, ENGINE).
 
 Each view runs one function of rules.engine in a transaction. Imports the rules, the plumbing and
@@ -24,7 +24,7 @@ def engine_claim():
     """Reserve a lead for the dialing engine (lead-intake-api.md, "Claim and retry rules"): 200 {ok, lead or null}.
 
     404 unknown_agent / unknown_oli_id; 409 maintenance, lead_in_flight, not_claimable (with
-    `reason`), idempotency_conflict (README, "The engine API": the error table, mode by mode).
+    `reason`), idempotency_conflict (docs/engine/api.md, "The engine API": the error table, mode by mode).
     """
     claim = load(schemas.load_engine_claim, json_body())
     tz = db_timezone()

@@ -1,4 +1,4 @@
-// The reference agent panel (issue #28; README "The reference agent panel"). Plain JavaScript, no
+// The reference agent panel (issue #28; docs/agents/panel.md "The reference agent panel"). Plain JavaScript, no
 // build step: copy it into an agent desktop and keep the wire protocol of decisions.md D9.
 //
 // The token comes from the URL fragment (#token=..., which the panel then removes from the address
