@@ -30,7 +30,8 @@ CRM_PATHS = [
 MONITOR_PATHS = [("GET", "/health", None), ("GET", "/api/health", None), ("GET", "/metrics", None)]
 ENGINE_PATHS = [("POST", f"/engine/{name}", {}) for name in ("claim", "bridge", "call-connected", "settle", "agent-state")]
 PUBLIC_PATHS = [("GET", "/healthz", None), ("GET", "/api/pause-reasons", None), ("GET", "/openapi.json", None),
-                ("GET", "/panel/", None), ("GET", "/panel/panel.js", None)]
+                ("GET", "/panel/", None), ("GET", "/panel/panel.js", None), ("GET", "/docs/", None),
+                ("GET", "/favicon.ico", None)]
 
 
 @pytest.fixture

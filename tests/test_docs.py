@@ -56,6 +56,9 @@ def test_every_public_path_is_in_the_endpoints_table_as_needing_no_key(app):
     assert {path for path in public if not path.startswith(("/docs/<", "/panel/<")) and path != "/ws"} == listed
     assert [auth for paths, auth in endpoint_rows() if paths == {"/ws"}] == [
         "the agent's token (`?token=` or a header), or the key in a header"]
+    keys = (DOCS / "operations" / "keys.md").read_text(encoding="utf-8")
+    anyone = next(line for line in keys.splitlines() if line.startswith("| anyone | none |"))
+    assert set(re.findall(r"`(/[^`]*)`", anyone)) == listed, "the key table's row of paths open to anyone"
 
 
 # --- item 5: the command finds make run's database ---------------------------------------------------
