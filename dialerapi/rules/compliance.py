@@ -134,7 +134,9 @@ def work_out_leads(conn, config, max_rows=2000):
     """Work out phone_e164, do_not_call and call_zone_id of up to `max_rows` leads no push worked them
     out for (written before migration 0012, or by an engine's own SQL; live ones wait), as a push
     would, so the claim indexes leave listed and sleeping ones out. A lead whose phone a push
-    changed meanwhile is left to that push. Returns how many were read; 0 when none is left."""
+    changed meanwhile is left to that push, and so is one another transaction holds now (read with
+    SKIP LOCKED: concurrent backfills take different leads). Returns how many were read; 0 when
+    none is left that nobody holds."""
     leads = list(queries.leads_not_worked_out(conn, max_rows=max_rows))
     if leads:
         queries.set_worked_out_facts(conn, [(*facts, lead["id"], lead["phone_number"])

@@ -78,10 +78,15 @@ WHERE id = :id;
 -- name: leads_not_worked_out(max_rows)
 -- Leads whose phone facts no push worked out (call_zone_id 0: written before migration 0012, or
 -- by an engine's own SQL), except live ones, in id order through ix_sales_master_phone_e164.
+-- Locked as read, skipping rows another transaction holds: two backfills at once (the job and
+-- `dialerapi dnc backfill`) take different leads instead of queueing on the same 500, and a lead a
+-- push holds is left to that push, which works its facts out itself. Queued on the same rows, eight
+-- backfills and eight pushes waited past the 50 s lock wait timeout under make test-clock.
 SELECT id, phone_number FROM sales_master
 WHERE phone_e164 IS NULL AND call_zone_id = 0 AND NOT (dial_status = 'Calling' AND isReserved = 1)
 ORDER BY id
-LIMIT :max_rows;
+LIMIT :max_rows
+FOR UPDATE SKIP LOCKED;
 
 -- name: set_worked_out_facts*!
 -- phone_e164, do_not_call, call_zone_id of a lead, unless a push changed its phone or worked it
