@@ -24,4 +24,3 @@ def docs_redirect():
     """/docs -> /docs/ (Swagger UI): before issue #41 a path without its slash was 401, as every path
     the key check does not know is (web.auth)."""
     return redirect("/docs/", code=308)
-

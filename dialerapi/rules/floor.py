@@ -23,7 +23,8 @@ def floor_state(conn, now, form_type, tz):
     """The floor at `now` (wall-clock in `tz`, DB_TIMEZONE), for every form_type some agent has, or only
     `form_type` (None: all).
 
-    Returns {"maintenance": bool, "leads_due_cap": DUE_CAP, "work_window": see work_window, "form_types": [{"form_type",
+    Returns {"maintenance": bool, "leads_due_cap": DUE_CAP, "work_window": see work_window,
+    "form_types": [{"form_type",
     "agents": {free, on_call, wrap_up, paused, outbound_blocked, panel_inactive} (an agent with
     several skills counts under each), "calls": {reserved, connected, not_connected} (live
     reservations; connected: call-connected reported; not_connected: ringing, or answered and
