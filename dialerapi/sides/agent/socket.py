@@ -12,10 +12,12 @@ service's own origin) is refused (`origin_not_allowed`). Every refusal is `serve
 and close 1008. Frames are JSON text `{"event": NAME, "data": {...}}`:
 
 - server to agent: `dialer.outbound_blocked` {agent_id, blocked} and `dialer.missed_activities`
-  {agent_id, blocked, grace_minutes, items} on connect and after every change; then
-  `dialer.callbacks` {agent_id, fallback_minutes, items} (the agent's personal callbacks, issue
-  #40: rules.callbacks.agent_callbacks) on connect and whenever it differs from the last one that
-  socket got; `agent.paused`, `agent.resumed`; `server_error` {reason}.
+  {agent_id, blocked, grace_minutes, items} on connect and whenever either differs from the last
+  pair that socket got; then `dialer.callbacks` {agent_id, fallback_minutes, items} (the agent's
+  personal callbacks, issue #40: rules.callbacks.agent_callbacks) on connect and whenever it
+  differs from the last one that socket got; `agent.paused`, `agent.resumed`; `server_error`
+  {reason}. A socket never gets the same state twice in a row: an outbox row committed before the
+  socket connected, and tailed after, changes nothing the panel has.
 - agent to server: `agent.pause` {code, note?} and `agent.resume` {}.
 
 Capacity (issue #27): a host holds at most WS_MAX_SOCKETS sockets (`socket_slots`, shared by the
@@ -87,6 +89,7 @@ class AgentConnection:
     def __init__(self, ws, agent_id):
         self.ws = ws
         self.agent_id = agent_id
+        self.state = None  # the last (dialer.outbound_blocked, dialer.missed_activities) data sent
         self.callbacks = None  # the last dialer.callbacks data sent
         self._lock = threading.Lock()
 
@@ -198,16 +201,19 @@ class EventHub:
         return {"agent_id": agent_id, "blocked": report["blocked"]}, report, personal
 
     def send_state(self, connections, connecting=False):
-        """Send the state events to `connections` of one agent; a closed socket is dropped.
-        `connecting`: as for `snapshot`. Raises agents.UnknownAgent."""
+        """Send the state events to `connections` of one agent, each only when it differs from what
+        that socket last got; a closed socket is dropped. `connecting`: as for `snapshot`. Raises
+        agents.UnknownAgent."""
         connections = list(connections)
         if not connections:
             return
         blocked, missed, personal = self.snapshot(connections[0].agent_id, connecting)
         for connection in connections:
             try:
-                connection.send("dialer.outbound_blocked", blocked)
-                connection.send("dialer.missed_activities", missed)
+                if (blocked, missed) != connection.state:
+                    connection.send("dialer.outbound_blocked", blocked)
+                    connection.send("dialer.missed_activities", missed)
+                    connection.state = (blocked, missed)
                 if personal != connection.callbacks:
                     connection.send("dialer.callbacks", personal)
                     connection.callbacks = personal
