@@ -39,7 +39,8 @@ faults: install
 
 bench: install
 	scripts/ensure-wrk.sh
-	$(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/claim_bench.py \
+	$(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/import_bench.py \
+	  && $(BIN)/python bench/claim_bench.py \
 	  && $(BIN)/python bench/compliance_bench.py && $(BIN)/python bench/abandon_bench.py \
 	  && $(BIN)/python bench/personal_callback_bench.py \
 	  && $(BIN)/python bench/floor_bench.py \

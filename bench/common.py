@@ -30,6 +30,20 @@ FROM seq_0_to_{last}
 """
 
 
+def empty_table(url, fill=None):
+    """sales_master emptied, with what refers to its leads (the agents and their panels stay); then
+    `fill` (a statement, e.g. FILL) run in the same transaction."""
+    conn = connect(url, io_timeout=600)
+    with conn.cursor() as cur:
+        for table in ("sales_pending_actions", "sales_missed_activities", "dialerapi_outbox"):
+            cur.execute(f"DELETE FROM {table}")
+        cur.execute("TRUNCATE sales_master")
+        if fill:
+            cur.execute(fill)
+    conn.commit()
+    conn.close()
+
+
 def bench_database(name):
     """Create (if needed) and migrate database `name` on DATABASE_URL's server; return its URL."""
     server_url = os.environ.get("DATABASE_URL")

@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 import threading
 import time

@@ -21,7 +21,6 @@ import os
 import platform
 import random
 import statistics
-import time
 from datetime import datetime
 
 from claim_bench import AGENTS, UTC, percentile, prepare, timed_claim

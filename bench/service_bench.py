@@ -31,7 +31,7 @@ import platform
 import statistics
 from datetime import datetime, timedelta, timezone
 
-from common import FILL, bench_database, gunicorn, wait_until_idle, worker_rss_mb, wrk
+from common import FILL, bench_database, empty_table, gunicorn, wait_until_idle, worker_rss_mb, wrk
 from dialerapi.plumbing.db import connect
 from floor_bench import Floor
 
@@ -51,14 +51,7 @@ BATCHES = ("new", "update")
 
 def fresh_table(url):
     """sales_master with exactly the UPDATE_POOL leads U-000000.. (the agents and their panels stay)."""
-    conn = connect(url, io_timeout=600)
-    with conn.cursor() as cur:
-        for table in ("sales_pending_actions", "sales_missed_activities", "dialerapi_outbox"):
-            cur.execute(f"DELETE FROM {table}")
-        cur.execute("TRUNCATE sales_master")
-        cur.execute(FILL.format(last=UPDATE_POOL - 1))
-    conn.commit()
-    conn.close()
+    empty_table(url, FILL.format(last=UPDATE_POOL - 1))
 
 
 def fresh_floor(url):

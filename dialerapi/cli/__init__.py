@@ -11,6 +11,7 @@
     dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
     dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
     dialerapi dnc add|remove|import|export|count   the do-not-call list
+    dialerapi leads import FILE   load a CSV, Excel or JSON Lines lead list through the push's rules
     dialerapi floor          the floor per form_type for a pacing engine (agents, calls, leads due, abandons)
     dialerapi config show|set   the abandon settings (limit, period, minimum answered, connect seconds, enforcement)
     dialerapi report abandons --from DAY --to DAY   the abandon rate's compliance record per day and form_type
@@ -18,7 +19,7 @@
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)
 """
 
-from dialerapi.cli import agents, calls, config, db, dnc, report, simulate  # noqa: F401 - each module adds its commands to main
+from dialerapi.cli import agents, calls, config, db, dnc, leads, report, simulate  # noqa: F401 - each module adds its commands to main
 from dialerapi.cli.base import main
 
 __all__ = ["main"]

@@ -37,7 +37,8 @@ def private_database():
     return {"DATABASE_URL": found.stdout.strip()} if found.returncode == 0 and found.stdout.strip() else {}
 
 
-def _create_cli_app():
+def create_cli_app():
+    """The app of a command: jobs off; the private database of `make run` when no DATABASE_URL is set."""
     try:
         return create_app({"JOBS_ENABLED": False, **private_database()})
     except ConfigError as exc:
@@ -47,7 +48,7 @@ def _create_cli_app():
         raise click.ClickException(f"{exc}{hint}") from None
 
 
-@click.group(cls=FlaskGroup, create_app=_create_cli_app, add_version_option=False)
+@click.group(cls=FlaskGroup, create_app=create_cli_app, add_version_option=False)
 def main():
     """Operator commands of the dialerapi lead-intake service.
 

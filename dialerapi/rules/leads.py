@@ -59,6 +59,8 @@ def push_leads(conn, leads, now, tz, config):
     Raises db.Conflict when a concurrent push inserted one of the new oli_ids first; Database.run
     then retries the whole batch, which will see the row and lock it.
     """
+    if not leads:  # a list import's batch whose every row was refused (issue #39)
+        return []
     existing = {row["oli_id"]: row for row in queries.lock_leads(conn, oli_ids=sorted({l["oli_id"] for l in leads}))}
     stamps = (Literal(now),) * 2
     pending_reset = dialstate.push_reset(data_id=None, callback_scheduled_at=None,

@@ -115,20 +115,32 @@ class LeadList(fields.List):
         # The count is checked before any lead is loaded: a 1 MiB body holds 350,000 empty leads.
         if not 1 <= len(value) <= MAX_BATCH:
             raise ValidationError(f"Length must be between 1 and {MAX_BATCH}.")
-        priorities = RequestContext.get()["priorities"]
-        loaded, errors = [], {}
-        for index, lead in enumerate(value):
-            plain = plain_lead(lead, priorities)
-            if plain is not None:
-                loaded.append(plain)
-                continue
-            try:
-                loaded.append(self.inner.deserialize(lead, **kwargs))
-            except ValidationError as error:
-                errors[index] = error.messages
+        loaded, errors = load_each(value, RequestContext.get()["priorities"],
+                                   lambda lead: self.inner.deserialize(lead, **kwargs))
         if errors:
             raise ValidationError(errors)
         return loaded
+
+
+def load_each(leads, priorities, deserialize=None):
+    """Each of `leads` loaded on its own, inside a RequestContext with "tz" and "priorities":
+    ([loaded lead, ...] of those valid, in order, {index: LeadSchema's messages} of the others).
+
+    A batch push refuses the whole batch when `errors` is not empty; a list import (issue #39)
+    writes the valid ones and reports each of the others.
+    """
+    deserialize = deserialize or LeadSchema().load
+    loaded, errors = [], {}
+    for index, lead in enumerate(leads):
+        plain = plain_lead(lead, priorities)
+        if plain is not None:
+            loaded.append(plain)
+            continue
+        try:
+            loaded.append(deserialize(lead))
+        except ValidationError as error:
+            errors[index] = error.messages
+    return loaded, errors
 
 
 class LeadBatchSchema(ApiSchema):
