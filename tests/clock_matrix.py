@@ -8,12 +8,14 @@ of the suite is shared between two of them (the last second of 2028 in Kolkata a
 of the fall-back night in New York): each test file runs at one of the two (`--suite-part`,
 tests/conftest.py, splits the files to even test counts), with every clock test at both, so every test runs at a
 moved clock and the pair costs about one run of the suite (the whole suite at both took 30 of CI's
-60 minutes). One run at a time by default, each alone on the machine as `make test` is:
-two at once on the 2 cores now and then starved a new agent socket (/ws) past the tests' 3 s wait
-for its first frame, and never one run alone. A test that reads the machine's clock where it should
+60 minutes). The halves run one at a time, each alone on the machine as `make test` is; the
+clock tests' moments run two at a time by default (`--jobs`): they wait more than they compute, and
+two at once take no longer each than one alone once libfaketime stopped rewriting Python's GIL
+waits (tests/faketime.py; before that, two at once now and then starved a new agent socket past the
+tests' 3 s wait for its first frame). A test that reads the machine's clock where it should
 read the service's one clock (decisions.md D2) passes at some of these moments and fails at others.
 
-    python tests/clock_matrix.py [--jobs 1] [--only TEXT] [--list]
+    python tests/clock_matrix.py [--jobs 2] [--only TEXT] [--list]
 """
 
 import argparse
@@ -133,7 +135,8 @@ def run(moment, database, extra_args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each with its own MariaDB (default 1)")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="clock-test runs at once, each with its own MariaDB (default 2); the halves run alone")
     parser.add_argument("--only", help="run only the moments whose name contains this text")
     parser.add_argument("--list", action="store_true", help="list the moments and exit")
     args, extra = parser.parse_known_args()

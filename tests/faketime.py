@@ -5,10 +5,17 @@ handles Python 3.11's lock timeouts and sleeps with the monotonic clock left alo
 0.9.10 does not (time.sleep fails with EINVAL there). Only the wall clock moves: timeouts and
 sleeps stay real, so servers and database connections behave as usual.
 
-Two settings matter beyond the time itself:
+Three settings matter beyond the time itself:
 - NO_FAKE_STAT: file timestamps stay real, and stat() no longer takes libfaketime's semaphore,
   which is shared between a process and its forks: a gunicorn worker killed while holding it froze
   the master at its next stat().
+- FAKETIME_FORCE_MONOTONIC_FIX=0: on glibc 2.30 and later libfaketime by default rewrites the
+  deadline of every timed wait on a CLOCK_MONOTONIC condition variable, and a Python thread waiting
+  for the GIL then stops waiting at once, again and again: 8 threads summing numbers took 14 s
+  instead of 0.9 s, nearly all of it futex calls, and the 16 actors of
+  test_migration_dnc's race held their locks past the 50 s lock wait (CI, stop 44). The monotonic
+  clock is not moved here, so the unrewritten deadline is the right one: sleeps, lock and queue
+  timeouts and Event.wait keep their lengths.
 - each process started with these variables gets a shared segment of its own (FAKETIME_SHARED is
   not passed on), so its "@" start time is its own start, not its parent's.
 """
@@ -40,7 +47,8 @@ def environment(base, *, at=None, shift=None):
     `shift`: seconds (may be negative) added to the real clock, the same for every process.
     """
     env = {key: value for key, value in base.items() if key != "FAKETIME_SHARED"}
-    env.update(LD_PRELOAD=library_path(), FAKETIME_DONT_FAKE_MONOTONIC="1", NO_FAKE_STAT="1")
+    env.update(LD_PRELOAD=library_path(), FAKETIME_DONT_FAKE_MONOTONIC="1", FAKETIME_FORCE_MONOTONIC_FIX="0",
+               NO_FAKE_STAT="1")
     if at is not None:
         # "@" reads the date in the process's local time: TZ=UTC makes that UTC. The service itself
         # never uses local time (it converts to DB_TIMEZONE explicitly).

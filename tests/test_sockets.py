@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 import requests
 
-from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, TZ, mint_token, utc_text
+from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, TZ, mint_token, start_gunicorn, utc_text
 from dialerapi.rules import agents, dialstate
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
@@ -160,6 +160,32 @@ def test_changes_by_other_processes_arrive_within_2_seconds(connect, floor, app,
     assert unblocked["data"] == {"agent_id": 501, "blocked": False}
     cleared = until(client, lambda m: m["event"] == "dialer.missed_activities")
     assert cleared["data"]["items"] == [] and cleared["data"]["blocked"] is False
+
+
+def test_a_change_made_just_after_a_process_s_first_socket_connected_reaches_it(
+        floor, database_url, tmp_path, app, sql, new_lead, make_live):
+    """D9, issue #38: a process's outbox tail starts where its first socket's snapshot was read. The
+    process's event thread is held at its first heartbeat (dialerapi_socket_hosts locked), so its
+    first poll comes after the change; the change arrives all the same (it was lost: CI, stop 44)."""
+    new_lead("OLI-1")
+    make_live("OLI-1")
+    server = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=1)
+    client = None
+    try:
+        sql("LOCK TABLES dialerapi_socket_hosts WRITE")
+        client = Client.connect(server.base_url.replace("http://", "ws://") + "/ws?agentId=501", headers=AUTH)
+        for _ in range(3):
+            frame(client)
+        with app.app_context():
+            get_db().run(agents.open_missed_activity, "OLI-1", 501, clock.now(TZ), TZ)
+        sql("UNLOCK TABLES")
+        live = until(client, lambda m: m["event"] == "dialer.missed_activities")
+        assert [item["oli_id"] for item in live["data"]["items"]] == ["OLI-1"]
+    finally:
+        sql("UNLOCK TABLES")
+        if client is not None:
+            client.close()
+        server.stop()
 
 
 def test_an_event_that_changes_nothing_sends_no_frame(connect, floor, app, sql, new_lead, make_live):

@@ -126,10 +126,18 @@ class EventHub:
         self._stopping = stopping
 
     def start(self):
-        """Start this process's outbox and heartbeat thread (once; at its first /ws request)."""
+        """Start this process's outbox and heartbeat thread, once: at its first admitted socket,
+        before that socket's snapshot is read.
+
+        Where the tail starts (the newest outbox row) is read here, in the caller, not by the thread
+        at its first poll: a change committed between the first socket's snapshot and a late first
+        poll was never sent (the thread writes a heartbeat first; CI, stop 44). Raises
+        DatabaseUnavailable when the database cannot be read; the next socket tries again."""
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._tail, name="dialerapi-outbox", daemon=True)
+                tail = OutboxTail()
+                tail.poll(self.app.extensions["dialerapi.db"])
+                self._thread = threading.Thread(target=self._tail, args=(tail,), name="dialerapi-outbox", daemon=True)
                 self._thread.start()
 
     def add(self, connection):
@@ -229,9 +237,8 @@ class EventHub:
             refused=state["refused"], workers=json.dumps(state["workers"][:200]), draining=int(self.draining),
             updated_at=clock.now(tz))
 
-    def _tail(self):
+    def _tail(self, tail):
         db = self.app.extensions["dialerapi.db"]
-        tail = OutboxTail()
         next_heartbeat = 0
         while True:
             try:
@@ -330,13 +337,13 @@ def agent_socket(ws):
     if refusal:
         return _reject(ws, refusal)
     hub = app.extensions["dialerapi.events"]
-    hub.start()
     if hub.draining:
         return _reject(ws, "draining", SERVICE_RESTART)
     # Before any database work: a full host answers at once, whatever the database is doing.
     if not hub.slots.acquire():
         return _reject(ws, "at_capacity", TRY_AGAIN_LATER, retry_after=app.config["WS_RETRY_AFTER_SECONDS"])
     try:
+        hub.start()
         _serve(app, hub, ws, lookup)
     finally:
         hub.slots.release()
