@@ -36,6 +36,16 @@ def test_the_three_endpoints_share_one_counter_of_120_per_ip(client, auth):
     assert post(client, 0, auth, ip="10.2.2.2").status_code == 404, "another client IP has its own counter"
 
 
+def test_a_simulator_run_in_the_same_process_leaves_the_limits_on(database_url, client, auth):
+    """The simulator's app runs without limits (its day is compressed), and flask-limiter keeps that
+    switch on its one extension object: before the run gave it back, every app of the process served
+    unlimited after a run (found when a parallel worker ran test_simulate before this module)."""
+    from dialerapi import simulate as sim
+
+    sim.replicate(database_url, sim.load_scenario(None, agents=1, leads=5, hours=0.1, replications=1, seed=1))
+    assert [post(client, n, auth).status_code for n in range(121)][-1] == 429
+
+
 def test_lead_push_is_not_limited(client, auth):
     for n in range(120):
         post(client, n, auth)

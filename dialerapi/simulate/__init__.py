@@ -17,6 +17,7 @@ from dataclasses import replace
 from dialerapi import create_app
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
+from dialerapi.plumbing.limits import limiter
 from dialerapi.rules import abandons, dialstate
 from dialerapi.simulate.floor import Floor
 from dialerapi.simulate.report import combine, run_result
@@ -31,6 +32,16 @@ def run(database_url, scenario, *, keep=False):
     """Play one run of `scenario` in a new schema beside `database_url`'s; return its figures
     (report.run_result). Raises
     SandboxError when the schema cannot be created, RuntimeError when the API refuses the floor."""
+    # flask-limiter's switch is its one extension object's, not the app's: the run's app turns it
+    # off for every app of the process, so the run gives it back as it found it.
+    limits_enabled = limiter.enabled
+    try:
+        return _run(database_url, scenario, keep)
+    finally:
+        limiter.enabled = limits_enabled
+
+
+def _run(database_url, scenario, keep):
     with sandbox(database_url, scenario.to_json()["dialer"], keep) as url:
         # Rate limits count real seconds, which a compressed day would trip with ordinary CRM
         # traffic; no request leaves the process, so the keys are the run's own.
