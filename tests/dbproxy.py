@@ -65,6 +65,12 @@ class DatabaseProxy:
 
     def close(self):
         self._closed = True
+        # close() alone does not wake a thread blocked in accept() on Linux: the socket stays
+        # listening until the next client arrives, and that client got through. shutdown() wakes it.
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._listener.close()
         self.reset()
 
@@ -73,6 +79,9 @@ class DatabaseProxy:
             try:
                 client, _ = self._listener.accept()
             except OSError:
+                return
+            if self._closed:
+                _abort(client)
                 return
             try:
                 server = socket.create_connection(self.upstream, timeout=5)
