@@ -1,13 +1,19 @@
 # dialerapi: `make run` serves the API on 127.0.0.1:8000 and the agent sockets on 127.0.0.1:8001; `make test` runs the test suite.
-# Without DATABASE_URL (environment or .env) both use a private MariaDB under ./var/mariadb:
-# `make run` leaves it running (`make db-stop` stops it); `make test`, `make faults` and `make bench`
-# stop it again when they started it. `make test-clock` runs the suite with the clock moved, on
-# private MariaDB instances of its own.
+# Without DATABASE_URL (environment or .env) both use a private MariaDB under ./var/mariadb, on a
+# port of the checkout's own (`scripts/devdb.sh port`); each stops it again when it started it.
+# `make test-clock` runs the suite with the clock moved, on private MariaDB instances of its own.
+# `make test`, `make faults` and each moment of `make test-clock` run their tests in parallel worker
+# processes, then the tests marked `serial` alone (scripts/pytest_groups.sh); PYTEST_ARGS=-n0 runs
+# everything serially. Ctrl-C, SIGTERM or a timeout of `make run`, `make test`, `make faults` or
+# `make test-clock` (and `make bench`, `make test-galera`) stops every process it started
+# (scripts/supervise.py).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEVDB := scripts/devdb.sh
+SUPERVISE := $(BIN)/python scripts/supervise.py
+GROUPS := scripts/pytest_groups.sh
 PYTEST_ARGS ?=
 CLOCK_ARGS ?=
 
@@ -25,21 +31,22 @@ db-upgrade: install
 	scripts/ensure-secret.sh
 	$(DEVDB) exec $(BIN)/dialerapi db upgrade
 
-run: db-upgrade
-	$(DEVDB) exec env BIN=$(BIN) scripts/serve.sh
+run: install
+	scripts/ensure-secret.sh
+	$(SUPERVISE) $(DEVDB) with sh -c '$(BIN)/dialerapi db upgrade && BIN=$(BIN) exec scripts/serve.sh'
 
 test: install
-	$(DEVDB) with $(BIN)/pytest $(PYTEST_ARGS)
+	$(SUPERVISE) $(DEVDB) with $(GROUPS) "make test" $(BIN)/pytest $(PYTEST_ARGS)
 
 test-clock: install
-	$(BIN)/python tests/clock_matrix.py $(CLOCK_ARGS)
+	$(SUPERVISE) $(BIN)/python tests/clock_matrix.py $(CLOCK_ARGS)
 
 faults: install
-	$(DEVDB) with $(BIN)/pytest -m faults tests/faults $(PYTEST_ARGS)
+	$(SUPERVISE) $(DEVDB) with $(GROUPS) "make faults" $(BIN)/pytest -m faults tests/faults $(PYTEST_ARGS)
 
 bench: install
 	scripts/ensure-wrk.sh
-	$(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/import_bench.py \
+	$(SUPERVISE) $(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/import_bench.py \
 	  && $(BIN)/python bench/claim_bench.py \
 	  && $(BIN)/python bench/compliance_bench.py && $(BIN)/python bench/abandon_bench.py \
 	  && $(BIN)/python bench/personal_callback_bench.py \
@@ -65,5 +72,6 @@ clean: db-stop
 
 # The concurrency and fault tests through a private 3-node Galera cluster on loopback
 # (docs/operations/galera.md), built by scripts/galera.sh and deleted afterwards.
+# Serially (-n0): three nodes on two cores leave no room for parallel workers.
 test-galera: install
-	scripts/galera.sh with sh -c 'DATABASE_URL="$$GALERA_URL" $(BIN)/pytest -m galera tests/galera $(PYTEST_ARGS)'
+	$(SUPERVISE) scripts/galera.sh with sh -c 'DATABASE_URL="$$GALERA_URL" $(BIN)/pytest -n0 -m galera tests/galera $(PYTEST_ARGS)'

@@ -16,13 +16,18 @@
 #                                 started it (`make test`, `make faults`, `make bench`); one that was
 #                                 already running (from `make run`) stays up
 #
+#   scripts/devdb.sh port         print the instance's port
+#
 # DEVDB_DIR and DEVDB_PORT place another instance (the health tests stop one under the service).
 # A socket path must stay short (about 100 bytes), so keep DEVDB_DIR short.
+# The port is the data directory's own, from 20000 to 29999 (a hash of its path), so two
+# checkouts' instances (two branches, a worktree) run side by side; a taken port is named with the
+# process holding it (scripts/port_owner.py).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR="${DEVDB_DIR:-$ROOT/var/mariadb}"
-PORT="${DEVDB_PORT:-3307}"
+PORT="${DEVDB_PORT:-$((20000 + $(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 10000))}"
 SOCK="$DIR/mysqld.sock"
 PIDFILE="$DIR/mysqld.pid"
 DBNAME="${DEVDB_NAME:-dialer}"
@@ -62,14 +67,21 @@ start() {
   ensure_installed
   if running; then return 0; fi
   mkdir -p "$DIR"
+  local holder
+  if ! holder=$(python3 "$ROOT/scripts/port_owner.py" "$PORT"); then
+    log "cannot start MariaDB for $DIR: $holder"; exit 1
+  fi
+  # Temporary tables in a directory of its own: two instances initialised at once (two checkouts,
+  # two parallel tests) otherwise share /tmp's #sql-temptable-* names.
+  mkdir -p "$DIR/tmp"
   if [ ! -d "$DIR/data/mysql" ]; then
     log "initialising a private data directory in $DIR/data"
     "$(find_bin mariadb-install-db mysql_install_db)" --no-defaults --datadir="$DIR/data" \
-      --user="$(id -un)" --auth-root-authentication-method=normal \
+      --tmpdir="$DIR/tmp" --user="$(id -un)" --auth-root-authentication-method=normal \
       --skip-test-db >"$DIR/install.log" 2>&1 || { cat "$DIR/install.log" >&2; exit 1; }
   fi
   # setsid: a Ctrl-C on `make run` stops gunicorn, not the database in the same process group.
-  setsid "$(find_bin mariadbd mysqld)" --no-defaults --datadir="$DIR/data" --socket="$SOCK" \
+  setsid "$(find_bin mariadbd mysqld)" --no-defaults --datadir="$DIR/data" --tmpdir="$DIR/tmp" --socket="$SOCK" \
     --port="$PORT" --bind-address=127.0.0.1 --pid-file="$PIDFILE" --user="$(id -un)" \
     --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
     --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
@@ -107,6 +119,7 @@ case "${1:-}" in
   install) ensure_installed ;;
   start) start ;;
   stop) stop ;;
+  port) echo "$PORT" ;;
   url)
     if [ "${2:-}" = --running ] && ! running; then log "not running ($DIR)"; exit 1; fi
     url ;;
@@ -129,5 +142,5 @@ case "${1:-}" in
     "$@" || status=$?
     exit "$status"
     ;;
-  *) echo "usage: $0 start|stop|url|exec CMD...|with CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 install|start|stop|port|url|exec CMD...|with CMD..." >&2; exit 2 ;;
 esac

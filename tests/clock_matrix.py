@@ -8,8 +8,9 @@ of the suite is shared between two of them (the last second of 2028 in Kolkata a
 of the fall-back night in New York): each test file runs at one of the two (`--suite-part`,
 tests/conftest.py, splits the files to even test counts), with every clock test at both, so every test runs at a
 moved clock and the pair costs about one run of the suite (the whole suite at both took 30 of CI's
-60 minutes). The halves run one at a time, each alone on the machine as `make test` is; the
-clock tests' moments run two at a time by default (`--jobs`): they wait more than they compute, and
+60 minutes). The halves run one at a time, each alone on the machine in `make test`'s parallel
+workers (scripts/pytest_groups.sh, issue #47); the clock tests' moments run two at a time by
+default (`--jobs`), each in two workers: they wait more than they compute, and
 two at once take no longer each than one alone once libfaketime stopped rewriting Python's GIL
 waits (tests/faketime.py; before that, two at once now and then starved a new agent socket past the
 tests' 3 s wait for its first frame). A test that reads the machine's clock where it should
@@ -38,6 +39,7 @@ import faketime
 ROOT = Path(__file__).resolve().parent.parent
 DEVDB = ROOT / "scripts" / "devdb.sh"
 PYTEST = Path(sys.executable).with_name("pytest")
+GROUPS = ROOT / "scripts" / "pytest_groups.sh"
 LOGS = ROOT / "var" / "test-clock"
 TIMES_OF_DAY = ((2, 0, 0), (8, 59, 59), (9, 0, 0), (20, 59, 59), (21, 0, 0), (23, 59, 59))
 
@@ -117,12 +119,14 @@ def run(moment, database, extra_args):
     log = LOGS / f"{moment.name}.log"
     database.devdb("start", shift)
     try:
-        selection = ["-m", "clock"] if moment.part is None else [f"--suite-part={moment.part}/{PARTS}"]
+        # A half runs alone, with make test's workers; a moment of the clock tests shares the machine
+        # with another (--jobs), so it runs on two.
+        selection = ["-m", "clock", "-n", "2"] if moment.part is None else [f"--suite-part={moment.part}/{PARTS}"]
         env = faketime.environment({**os.environ, "DATABASE_URL": database.url, "DB_TIMEZONE": moment.zone},
                                    shift=shift)
         with open(log, "w") as out:
             result = subprocess.run(
-                [str(PYTEST), "-q", "-p", "no:cacheprovider", "--basetemp", f"{database.directory}/pytest",
+                [str(GROUPS), moment.name, str(PYTEST), "-q", "-p", "no:cacheprovider", "--basetemp", f"{database.directory}/pytest",
                  *selection, *extra_args],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=1800,
             )

@@ -8,6 +8,7 @@ get their clock from libfaketime, started at a moment the test chose (`faketime.
 `make test-clock` runs the suite with the machine's clock and DB_TIMEZONE moved (clock_matrix.py).
 """
 
+import fcntl
 import os
 import re
 import secrets
@@ -53,23 +54,57 @@ DATA_TABLES = (
 def pytest_addoption(parser):
     parser.addoption("--suite-part", metavar="K/N", help="make test-clock: the tests of the K-th (0-based) of N "
                      "parts of the test files, split to even test counts, and every test marked clock")
+    parser.addoption("--serial-group", choices=("with", "without", "only"), default="with",
+                     help="the tests marked `serial`: run them with the others (default), leave them out (the "
+                     "parallel run of scripts/pytest_groups.sh) or run only them (its serial run, -n0)")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: two workers a core, at least four. The suite mostly waits (on MariaDB, gunicorn,
+    Chromium, subprocesses), so on the project's 2-core machine four workers overlap those waits;
+    more only add workers' start-up and memory (issue #47)."""
+    return max(4, 2 * (os.cpu_count() or 1))
 
 
 def pytest_collection_modifyitems(config, items):
+    kept = items
     part = config.getoption("--suite-part")
-    if not part:
-        return
-    k, n = (int(x) for x in part.split("/"))
-    # Whole files, so a module's gunicorn starts in one part only; the most tests first, each to the
-    # part with the fewest so far, so the parts take about as long.
-    counts = Counter(item.path for item in items)
-    parts = [[] for _ in range(n)]
-    for path in sorted(counts, key=lambda path: (-counts[path], path)):
-        min(parts, key=lambda part: sum(counts[p] for p in part)).append(path)
-    mine = set(parts[k])
-    kept = [item for item in items if item.path in mine or item.get_closest_marker("clock")]
-    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    if part:
+        k, n = (int(x) for x in part.split("/"))
+        # Whole files, so a module's gunicorn starts in one part only; the most tests first, each to the
+        # part with the fewest so far, so the parts take about as long.
+        counts = Counter(item.path for item in items)
+        parts = [[] for _ in range(n)]
+        for path in sorted(counts, key=lambda path: (-counts[path], path)):
+            min(parts, key=lambda part: sum(counts[p] for p in part)).append(path)
+        mine = set(parts[k])
+        kept = [item for item in kept if item.path in mine or item.get_closest_marker("clock")]
+    group = config.getoption("--serial-group")
+    if group != "with":
+        serial = [item for item in kept if item.get_closest_marker("serial") is not None]
+        kept = serial if group == "only" else [item for item in kept if item not in serial]
+        if group == "without" and os.environ.get("SERIAL_TESTS_FILE"):
+            # scripts/pytest_groups.sh skips its serial run (a pytest start-up) when this says 0.
+            Path(os.environ["SERIAL_TESTS_FILE"]).write_text(str(len(serial)))
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    # The tests marked `slow` first (a stable sort: modules stay together), so the parallel run hands
+    # them out to its workers at the start instead of ending on one of them.
+    kept.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    for item in kept:
+        # The tests of a module that share a module-scoped fixture (a gunicorn, Chromium, the built
+        # docs site) run on one worker (`--dist loadgroup`), which sets the fixture up once.
+        definitions = getattr(item, "_fixtureinfo", None)
+        if definitions and any(defs[-1].scope == "module" for defs in definitions.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     items[:] = kept
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """One group of scripts/pytest_groups.sh finding nothing of its kind in the selection (no `serial`
+    test in it, or nothing but) is no failure: the other group ran the selection."""
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and session.config.getoption("--serial-group") != "with":
+        session.exitstatus = pytest.ExitCode.OK
 
 
 def _with_database(url, name):
@@ -478,27 +513,37 @@ def ensure_program(program, package):
     The install runs under a temporary policy-rc.d, so Debian does not start the package's own
     system service (the tests start private instances of their own).
     """
-    found = shutil.which(program) or next((p for p in (f"/usr/sbin/{program}", f"/usr/bin/{program}")
-                                           if os.path.exists(p)), None)
-    if found:
-        return found
+    def found():
+        return shutil.which(program) or next((p for p in (f"/usr/sbin/{program}", f"/usr/bin/{program}")
+                                              if os.path.exists(p)), None)
+
+    if found():
+        return found()
     if os.geteuid() != 0:
         pytest.fail(f"{program} is missing and installing {package} needs root: apt-get install {package}")
-    policy = Path("/usr/sbin/policy-rc.d")
-    created = not policy.exists()
-    if created:
-        policy.write_text("#!/bin/sh\nexit 101\n")
-        policy.chmod(0o755)
-    try:
-        # apt checks signature dates: it needs the real clock, also under `make test-clock`.
-        env = {**faketime.real_clock(os.environ), "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", package], check=True, env=env,
-                       capture_output=True)
-    finally:
+    # The workers of a parallel run (and two runs at once) install one at a time: dpkg takes one
+    # install at a time, and a worker that waited finds the program another one installed.
+    with open("/tmp/dialerapi-tests-apt.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if found():
+            return found()
+        policy = Path("/usr/sbin/policy-rc.d")
+        created = not policy.exists()
         if created:
-            policy.unlink()
-    return shutil.which(program) or f"/usr/sbin/{program}"
+            policy.write_text("#!/bin/sh\nexit 101\n")
+            policy.chmod(0o755)
+        try:
+            # apt checks signature dates: it needs the real clock, also under `make test-clock`.
+            env = {**faketime.real_clock(os.environ), "DEBIAN_FRONTEND": "noninteractive"}
+            # Another apt (devdb.sh's, the system's) may hold dpkg's lock: wait for it.
+            wait = ["-o", "DPkg::Lock::Timeout=300"]
+            subprocess.run(["apt-get", *wait, "update", "-qq"], check=True, env=env, capture_output=True)
+            subprocess.run(["apt-get", *wait, "install", "-y", "-qq", "--no-install-recommends", package], check=True,
+                           env=env, capture_output=True)
+        finally:
+            if created:
+                policy.unlink()
+    return found() or f"/usr/sbin/{program}"
 
 
 @pytest.fixture

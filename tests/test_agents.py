@@ -37,6 +37,7 @@ def outbox(sql):
 
 # --- roster ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_roster_commands(database_url, sql, tmp_path):
     assert cli(database_url, "agents", "add", "501", "4501", "Kavya Iyer", "--skill", "home_loan",
                "--skill", "credit_card", "--priority", "1").returncode == 0

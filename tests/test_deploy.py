@@ -18,6 +18,9 @@ import pytest
 from conftest import ENGINE_SECRET, ROOT, SECRET, ensure_program, free_port, mint_token, start_gunicorn, start_nginx
 from wsclient import Client
 
+# Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
+pytestmark = pytest.mark.slow
+
 SITE = ROOT / "deploy" / "nginx" / "dialerapi.conf"
 # Where the private nginx of `proxied` writes the shipped site's access log.
 ACCESS_LOG = {}

@@ -417,6 +417,7 @@ def figure_names(text):
     return [line.split()[0] for line in table], sections
 
 
+@pytest.mark.slow
 def test_simulate_report(database_url):
     """The report's figures and sections are the example's (docs/simulator.md, a 3-day run of
     docs/campaign.toml); here one short day, two runs, the same two form_types."""

@@ -115,22 +115,23 @@ def shared_table():
     os.close(fd)
 
 
-def _take_slot(capacity, start, answers):
+def _take_slot(capacity, start, answers, counted):
     start.wait()
     answers.put(socket_slots.SocketSlots(capacity).acquire())
-    time.sleep(1)  # hold the slot while the others try
+    counted.wait(30)  # hold the slot until the test has counted every worker's answer and the table
 
 
 def test_workers_released_at_once_take_exactly_the_capacity(shared_table):
     """16 worker processes of one master ask for a slot at once against a capacity of 10."""
     context = multiprocessing.get_context("fork")
-    start, answers = context.Event(), context.Queue()
-    workers = [context.Process(target=_take_slot, args=(10, start, answers)) for _ in range(16)]
+    start, answers, counted = context.Event(), context.Queue(), context.Event()
+    workers = [context.Process(target=_take_slot, args=(10, start, answers, counted)) for _ in range(16)]
     for worker in workers:
         worker.start()
     start.set()
     taken = [answers.get(timeout=10) for _ in workers]
     state = socket_slots.SocketSlots(10).state()
+    counted.set()
     assert taken.count(True) == 10 and state["open"] == 10 and state["left"] == 0 and state["refused"] == 6
     for worker in workers:
         worker.join(10)

@@ -172,10 +172,11 @@ def test_healthz_does_not_wait_for_a_hung_database():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(5)  # accepts TCP connections, never says a word: a hung server
+    listener.settimeout(10)
     app = make_app(f"mysql://root@127.0.0.1:{listener.getsockname()[1]}/dialer")
     checking = threading.Thread(target=health.check_database, args=(app,))
     checking.start()
-    time.sleep(0.2)
+    connection, _ = listener.accept()  # the check has connected, and now waits for a greeting
     assert checking.is_alive(), "the background check is waiting on the database"
     started = time.monotonic()
     response = app.test_client().get("/healthz")
@@ -185,6 +186,7 @@ def test_healthz_does_not_wait_for_a_hung_database():
     checking.join(timeout=3)
     assert not checking.is_alive(), "the check gives up within its 2 s timeout"
     assert app.extensions["dialerapi.health"].db is False
+    connection.close()
     listener.close()
 
 

@@ -279,6 +279,7 @@ def wait_for_rows(state, rows, process):
     pytest.fail("the import made no progress")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
 def test_an_import_killed_halfway_and_resumed_stores_every_good_row_once(database_url, sql, tmp_path, stop):
     rows, bad = lead_list(20_000)

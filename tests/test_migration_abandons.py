@@ -20,6 +20,9 @@ from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
 from dialerapi.rules import dialstate, floor
 
+# Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
+pytestmark = pytest.mark.slow
+
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 LEADS = 20000
 ATTEMPTS = 60000

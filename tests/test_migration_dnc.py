@@ -22,6 +22,9 @@ from dialerapi.rules import claims, compliance, dialstate, dnc
 from dialerapi.rules import leads as leads_rules
 from dialerapi.upkeep import jobs
 
+# Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
+pytestmark = pytest.mark.slow
+
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 LEADS = 20000
 

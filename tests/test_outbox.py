@@ -1,12 +1,15 @@
 """No socket event is skipped (issue #19, finding 5): events.OutboxTail returns every outbox row
 once, although rows commit out of id order (ids are taken at INSERT, rows appear at COMMIT)."""
 
+import pytest
+
 from outbox_race import race
 
 from dialerapi.plumbing.db import Database
 from dialerapi.rules.events import OutboxTail
 
 
+@pytest.mark.slow
 def test_sixteen_writers_committing_out_of_order_lose_no_row_in_100000(database_url):
     writer_db, reader_db = Database(database_url, pool_size=16), Database(database_url, pool_size=1)
     try:

@@ -24,6 +24,9 @@ import faketime
 from conftest import ENGINE_SECRET, SECRET, ensure_program, mint_token, start_gunicorn, utc_text
 from wsclient import Client
 
+# Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
+pytestmark = pytest.mark.slow
+
 AUTH = {"X-API-Key": SECRET}
 # lead-intake-api.md, "Pause reason": the picker codes, in the spec's order.
 SPEC_PICKER_CODES = ["bio", "tea", "lunch", "meeting", "training", "backoffice", "acw", "escalation",
@@ -44,7 +47,9 @@ def browser(tmp_path_factory):
                  "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
         options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for driver.get_log
+    # The console, and the network's events (a request the page itself never makes, as the
+    # favicon's), for driver.get_log.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     service = Service(driver_path, env=faketime.real_clock(os.environ))
     driver = webdriver.Chrome(service=service, options=options)
     driver.execute_cdp_cmd("Network.enable", {})

@@ -172,6 +172,7 @@ def test_slow_clients_through_nginx_do_not_starve_gunicorn(database_url, tmp_pat
         gunicorn.stop()
 
 
+@pytest.mark.slow
 def test_database_faults_under_push_and_crm_load(database_url, sql, tmp_path):
     """Through a proxy that adds latency, stalls, resets connections and loses COMMIT replies: every 2xx
     is stored, every 503 commit_unknown is stored whole or not at all, every other answer stored nothing."""

@@ -47,6 +47,7 @@ def api_schema(unlimited_app):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 def test_schemathesis_at_depth(case):

@@ -11,7 +11,8 @@ import requests
 
 from conftest import SECRET, Sql, start_gunicorn
 
-pytestmark = pytest.mark.faults
+# Slow (setup.cfg `slow`): handed out first in a parallel run.
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 AUTH = {"X-API-Key": SECRET}
 BATCH = 50
 

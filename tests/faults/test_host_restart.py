@@ -24,7 +24,8 @@ from conftest import mint_token, start_nginx
 from floor_hosts import AUTH, Host, Load, Panels, file_missed_activity, floor, late_or_stale, leads_once, moved
 from test_panel_browser import activity_rows, attribute, browser  # noqa: F401 (browser: a fixture)
 
-pytestmark = pytest.mark.faults
+# Slow (setup.cfg `slow`): handed out first in a parallel run.
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 PANELS = 2000
 BROWSER_PANELS = 4  # of PANELS, the agents after the Python client's, as tabs of one Chromium

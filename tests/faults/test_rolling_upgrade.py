@@ -26,7 +26,8 @@ from test_migration_dnc import apply_until
 from dialerapi.plumbing import migrate
 from dialerapi.upkeep import jobs
 
-pytestmark = pytest.mark.faults
+# Slow (setup.cfg `slow`): handed out first in a parallel run.
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 # main before issue #38's first change: the release a floor upgrades from.
 PREVIOUS_RELEASE = "251a1dc"

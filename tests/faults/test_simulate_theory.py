@@ -13,7 +13,8 @@ from scipy import stats
 from dialerapi import simulate as sim
 from dialerapi.simulate.theory import ErlangA, progressive_cycle, tries_law
 
-pytestmark = pytest.mark.faults
+# Slow (setup.cfg `slow`): handed out first in a parallel run.
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 
 def test_progressive_throughput_is_what_the_stated_cycle_gives(database_url):

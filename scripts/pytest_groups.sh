@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The test runs of `make test`, `make faults` and each `make test-clock` moment (issue #47):
+#   1. every selected test but those marked `serial`, in parallel worker processes (pytest-xdist,
+#      -n auto from setup.cfg: tests/conftest.py says how many), each with its own database;
+#   2. the selected tests marked `serial`, alone and one at a time (-n0).
+# The serial run runs whatever the parallel one did, so one report shows every failure, and is left
+# out when the selection holds no `serial` test; the exit status is the worse of the two. The last
+# line says how long the whole took.
+#
+#   scripts/pytest_groups.sh LABEL PYTEST [PYTEST_ARGS...]
+# PYTEST_ARGS go to both runs: `-n0` makes the first one serial too.
+set -uo pipefail
+label=$1
+pytest=$2
+shift 2
+started=$SECONDS
+# The parallel run writes here how many selected tests it left to the serial run.
+SERIAL_TESTS_FILE=$(mktemp)
+export SERIAL_TESTS_FILE
+trap 'rm -f "$SERIAL_TESTS_FILE"' EXIT
+"$pytest" --serial-group=without "$@"
+parallel=$?
+serial=0
+if [ "$(cat "$SERIAL_TESTS_FILE")" != 0 ]; then
+  "$pytest" -n0 --serial-group=only "$@"
+  serial=$?
+fi
+status=$(( parallel > serial ? parallel : serial ))
+elapsed=$(( SECONDS - started ))
+printf '%s: %s in %d min %02d s (parallel run exit %d, serial run exit %d)\n' "$label" \
+  "$([ "$status" -eq 0 ] && echo passed || echo FAILED)" $(( elapsed / 60 )) $(( elapsed % 60 )) "$parallel" "$serial"
+exit "$status"
