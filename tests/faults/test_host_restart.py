@@ -24,8 +24,10 @@ from conftest import mint_token, start_nginx
 from floor_hosts import AUTH, Host, Load, Panels, file_missed_activity, floor, late_or_stale, leads_once, moved
 from test_panel_browser import activity_rows, attribute, browser  # noqa: F401 (browser: a fixture)
 
-# Slow (setup.cfg `slow`): handed out first in a parallel run.
-pytestmark = [pytest.mark.faults, pytest.mark.slow]
+# Serial (setup.cfg `serial`): it holds hosts that restart under a load of its own to zero failed
+# requests; beside the other fault tests' load on 2 cores, a host starved of CPU reset a connection
+# (a 502 on a claim, 2026-11-27), so it runs alone after the parallel run.
+pytestmark = [pytest.mark.faults, pytest.mark.serial]
 
 PANELS = 2000
 BROWSER_PANELS = 4  # of PANELS, the agents after the Python client's, as tabs of one Chromium
@@ -105,6 +107,17 @@ def two_hosts(database_url, sql, tmp_path):
             host.kill()
 
 
+def spread_once(sql, hosts, total_is, timeout=15):
+    """{host name: open sockets} from the hosts' heartbeats (each host writes one every 5 s), as soon
+    as their total satisfies `total_is`, or as they stand after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        spread = {host.name: (host.heartbeat(sql) or {}).get("open_sockets", 0) for host in hosts}
+        if total_is(sum(spread.values())) or time.monotonic() > deadline:
+            return spread
+        time.sleep(0.2)
+
+
 def test_a_host_restarted_under_load_fails_no_request_and_every_panel_is_back_within_10_s(
         two_hosts, sql, browser):
     (a, b), nginx = two_hosts
@@ -116,13 +129,11 @@ def test_a_host_restarted_under_load_fails_no_request_and_every_panel_is_back_wi
         assert panels.wait_open(clients, 120), f"{panels.open_count()} of {clients} panels opened"
         tabs = BrowserPanels(browser, base, range(FIRST_AGENT + clients, FIRST_AGENT + PANELS))
         tabs.wait_open(20)
-        time.sleep(6)  # a heartbeat of each host (every 5 s)
         # Item 2: nginx spreads the panels over both hosts.
-        spread = {name: host.heartbeat(sql)["open_sockets"] for name, host in (("a", a), ("b", b))}
+        spread = spread_once(sql, (a, b), lambda total: total == PANELS)
         assert sum(spread.values()) == PANELS and min(spread.values()) > PANELS // 4, spread
         panels.leave(range(FIRST_AGENT, FIRST_AGENT + LEAVING))
-        time.sleep(6)
-        spread = {name: host.heartbeat(sql)["open_sockets"] for name, host in (("a", a), ("b", b))}
+        spread = spread_once(sql, (a, b), lambda total: total == STAYING)
         assert sum(spread.values()) == STAYING, spread
         clients = STAYING - BROWSER_PANELS
 

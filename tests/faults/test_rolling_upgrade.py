@@ -26,8 +26,10 @@ from test_migration_dnc import apply_until
 from dialerapi.plumbing import migrate
 from dialerapi.upkeep import jobs
 
-# Slow (setup.cfg `slow`): handed out first in a parallel run.
-pytestmark = [pytest.mark.faults, pytest.mark.slow]
+# Serial (setup.cfg `serial`): it holds hosts that restart under a load of its own to zero failed
+# requests; beside the other fault tests' load on 2 cores, a host starved of CPU reset a connection
+# (a 502 on a claim, 2026-11-27), so it runs alone after the parallel run.
+pytestmark = [pytest.mark.faults, pytest.mark.serial]
 
 # main before issue #38's first change: the release a floor upgrades from.
 PREVIOUS_RELEASE = "251a1dc"
