@@ -22,7 +22,8 @@ trap 'rm -f "$SERIAL_TESTS_FILE"' EXIT
 parallel=$?
 serial=0
 if [ "$(cat "$SERIAL_TESTS_FILE")" != 0 ]; then
-  "$pytest" -n0 --serial-group=only "$@"
+  # -n0 last: it must win over a -n among the arguments.
+  "$pytest" --serial-group=only "$@" -n0
   serial=$?
 fi
 status=$(( parallel > serial ? parallel : serial ))

@@ -79,13 +79,6 @@ def pytest_collection_modifyitems(config, items):
             min(parts, key=lambda part: sum(counts[p] for p in part)).append(path)
         mine = set(parts[k])
         kept = [item for item in kept if item.path in mine or item.get_closest_marker("clock")]
-    group = config.getoption("--serial-group")
-    if group != "with":
-        serial = [item for item in kept if item.get_closest_marker("serial") is not None]
-        kept = serial if group == "only" else [item for item in kept if item not in serial]
-        if group == "without" and os.environ.get("SERIAL_TESTS_FILE"):
-            # scripts/pytest_groups.sh skips its serial run (a pytest start-up) when this says 0.
-            Path(os.environ["SERIAL_TESTS_FILE"]).write_text(str(len(serial)))
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
     # The tests marked `slow` first (a stable sort: modules stay together), so the parallel run hands
@@ -98,6 +91,30 @@ def pytest_collection_modifyitems(config, items):
         if definitions and any(defs[-1].scope == "module" for defs in definitions.name2fixturedefs.values()):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     items[:] = kept
+
+
+class SerialGroup:
+    """`--serial-group`: keeps the tests marked `serial` or leaves them out. Last among the
+    collection hooks, so it counts what `-m`, `-k` and `--suite-part` left (a conftest's own hook
+    runs before pytest's `-m`)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        group = config.getoption("--serial-group")
+        if group == "with":
+            return
+        serial = [item for item in items if item.get_closest_marker("serial") is not None]
+        kept = serial if group == "only" else [item for item in items if item not in serial]
+        if group == "without" and os.environ.get("SERIAL_TESTS_FILE"):
+            # scripts/pytest_groups.sh skips its serial run (a pytest start-up) when this says 0.
+            Path(os.environ["SERIAL_TESTS_FILE"]).write_text(str(len(serial)))
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+            items[:] = kept
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(SerialGroup(), "dialerapi-serial-group")
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -173,7 +173,8 @@ GROUPS_PROJECT = {
                    "suite = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(suite)\n"
                    "pytest_addoption = suite.pytest_addoption\n"
                    "pytest_collection_modifyitems = suite.pytest_collection_modifyitems\n"
-                   "pytest_sessionfinish = suite.pytest_sessionfinish\n",
+                   "pytest_sessionfinish = suite.pytest_sessionfinish\n"
+                   "pytest_configure = suite.pytest_configure\n",
     "test_where.py": "import os\nfrom pathlib import Path\n\nimport pytest\n\n\n"
                      "def where(name):\n    Path(name).write_text(os.environ.get('PYTEST_XDIST_WORKER', 'main'))\n\n\n"
                      "def test_one():\n    where('one')\n\n\ndef test_two():\n    where('two')\n\n\n"
