@@ -48,6 +48,7 @@ DATA_TABLES = (
     "sales_agent_priorities", "sales_missed_activities", "sales_dialer_config", "sales_priorities",
     "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox", "dialerapi_engine_replies",
     "dialerapi_socket_hosts", "dialerapi_dnc", "dialerapi_call_zones", "dialerapi_counters", "dialerapi_abandon_counts",
+    "dialerapi_lead_events", "dialerapi_webhook_endpoints", "dialerapi_webhook_deliveries", "dialerapi_webhook_attempts",
 )
 
 

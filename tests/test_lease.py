@@ -108,7 +108,7 @@ def test_the_sweep_job_counts_releases_in_metrics_and_health_shows_the_oldest(ap
     assert "dialerapi_oldest_reservation_seconds 3630.0" in metrics and "dialerapi_live_reservations 1.0" in metrics
     released_before = _released_total(metrics)
     frozen_clock(NOW + LEASE + timedelta(seconds=5))
-    assert jobs.sweep_tick(app) == {"released": 1, "applied": 0, "live": 0, "failed": 0}
+    assert jobs.sweep_tick(app) == {"released": 1, "applied": 0, "live": 0, "failed": 0, "fell_back": 0}
     metrics = client.get("/metrics", headers=auth).get_data(as_text=True)
     assert _released_total(metrics) == released_before + 1
     health = client.get("/health", headers=auth).get_json()

@@ -242,7 +242,7 @@ def test_the_owner_leaving_the_roster_hands_it_to_anyone_at_once(run, two_agents
     make_live("HELD")
     assert post("/api/pending-callbacks", {"oliId": "HELD", "scheduledAt": "2026-11-21 09:58",
                                            "callbackAgentId": OWNER}).status_code == 202
-    run(agents.remove_agent, OWNER)
+    run(agents.remove_agent, OWNER, NOW)
     assert owner_of(sql, "OLI-1") is None
     assert sql.one("SELECT callbackAgentId FROM sales_pending_actions")["callbackAgentId"] is None
     assert claimed(run, OTHER) == "OLI-1"

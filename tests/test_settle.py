@@ -309,7 +309,7 @@ def sweep_at(app, now):
 @pytest.mark.clock
 def test_sweep_applies_a_held_row_whose_lead_was_settled_elsewhere(app, held_callback, sql):
     engine_settles_without_telling_us(sql)
-    assert sweep_at(app, NOW + timedelta(seconds=31)) == {"applied": 1, "live": 0, "failed": 0}
+    assert sweep_at(app, NOW + timedelta(seconds=31)) == {"applied": 1, "live": 0, "failed": 0, "fell_back": 0}
     row = sql.lead("OLI-1")
     assert row["dial_status"] == "Callback" and row["callback_scheduled_at"] == datetime(2026, 11, 21, 17, 0)
     assert sql.one("SELECT status FROM sales_pending_actions")["status"] == "applied"
@@ -318,18 +318,18 @@ def test_sweep_applies_a_held_row_whose_lead_was_settled_elsewhere(app, held_cal
 @pytest.mark.clock
 def test_sweep_leaves_rows_younger_than_30_seconds(app, held_callback, sql):
     engine_settles_without_telling_us(sql)
-    assert sweep_at(app, NOW + timedelta(seconds=29)) == {"applied": 0, "live": 0, "failed": 0}
+    assert sweep_at(app, NOW + timedelta(seconds=29)) == {"applied": 0, "live": 0, "failed": 0, "fell_back": 0}
     assert sql.one("SELECT status FROM sales_pending_actions")["status"] == "pending"
 
 
 def test_sweep_leaves_rows_whose_lead_is_still_live(app, held_callback, sql):
-    assert sweep_at(app, NOW + timedelta(minutes=5)) == {"applied": 0, "live": 1, "failed": 0}
+    assert sweep_at(app, NOW + timedelta(minutes=5)) == {"applied": 0, "live": 1, "failed": 0, "fell_back": 0}
     assert sql.one("SELECT status FROM sales_pending_actions")["status"] == "pending"
 
 
 def test_sweep_fails_rows_whose_oli_id_no_longer_exists(app, held_callback, sql):
     sql("DELETE FROM sales_master WHERE oli_id = 'OLI-1'")
-    assert sweep_at(app, NOW + timedelta(minutes=1)) == {"applied": 0, "live": 0, "failed": 1}
+    assert sweep_at(app, NOW + timedelta(minutes=1)) == {"applied": 0, "live": 0, "failed": 1, "fell_back": 0}
     assert sql.one("SELECT status FROM sales_pending_actions")["status"] == "failed"
 
 
@@ -377,7 +377,7 @@ def test_the_sweep_job_runs_once_per_tick_across_processes(app, database_url):
 def test_the_sweep_tick_records_its_run(app, held_callback, sql, frozen_clock):
     engine_settles_without_telling_us(sql)
     frozen_clock(NOW + timedelta(minutes=1))
-    assert jobs.sweep_tick(app) == {"released": 0, "applied": 1, "live": 0, "failed": 0}
+    assert jobs.sweep_tick(app) == {"released": 0, "applied": 1, "live": 0, "failed": 0, "fell_back": 0}
     run = sql.one("SELECT * FROM dialerapi_job_runs WHERE name = 'sweep'")
     assert run["last_started_at"] == NOW + timedelta(minutes=1) and "applied" in run["last_result"]
     assert jobs.sweep_tick(app) is None

@@ -83,7 +83,7 @@ def agents_list(as_json):
 def agents_remove(agent_id):
     """Remove agent AGENT_ID with their skills and priorities (missed-activity history is kept)."""
     try:
-        get_db().run(agents.remove_agent, agent_id)
+        get_db().run(agents.remove_agent, agent_id, service_now())
     except agents.UnknownAgent:
         raise click.ClickException(f"no agent has id {agent_id}") from None
     click.echo(f"removed agent {agent_id}")

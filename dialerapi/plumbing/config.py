@@ -94,6 +94,24 @@ def _origins(name, value):
     return origins
 
 
+def _host_names(name, value):
+    """A comma-separated list of host names or IP addresses, lower case, as a frozenset."""
+    hosts = frozenset(item.strip().lower().strip("[]") for item in str(value).split(",") if item.strip())
+    for host in hosts:
+        if not host or any(ch in host for ch in "/:@ ") and not _is_ip(host):
+            raise ConfigError(f"{name} has {host!r}: give host names or IP addresses separated by commas, "
+                              "e.g. crm-receiver.internal,10.0.0.7")
+    return hosts
+
+
+def _is_ip(text):
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _log_level(name, value):
     level = str(value).strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -264,6 +282,19 @@ SETTINGS = {
     "WS_RETRY_AFTER_SECONDS": Setting(
         "10", _positive_int,
         "The `retry_after` a panel refused for capacity is told, seconds (it adds its own jitter)."),
+    "LEAD_EVENTS_RETENTION_DAYS": Setting(
+        "7", _positive_int,
+        "How long the lead events feed (`GET /api/lead-events`) and the webhook delivery log keep an event, "
+        "days (issue #48); the hourly prune deletes older ones."),
+    "WEBHOOK_ALLOWED_HOSTS": Setting(
+        "", _host_names,
+        "Webhook receivers allowed on loopback, link-local, private or metadata addresses, by host name or "
+        "address as the URL names it (comma-separated). Every other such URL is refused when it is added "
+        "and when it is sent to (SSRF, CRM, Results back to your CRM).", "empty (none)"),
+    "WEBHOOK_RETRY_HOURS": Setting(
+        "24", _positive_int,
+        "How long an event is retried to an endpoint that does not answer 2xx, hours, with exponential "
+        "backoff and jitter; then it is given up and the endpoint is marked failing."),
     "JOBS_ENABLED": Setting(
         "true", _flag, "Background jobs (health checks, sweeps) under gunicorn; the CLI and the tests turn them off."),
 }

@@ -173,6 +173,12 @@ def _literal_sql(value, mapping=None):
     return value.sql
 
 
+def inserted_id(conn):
+    """The AUTO_INCREMENT id the last INSERT on `conn` (pooled or raw) took: PyMySQL keeps it from
+    the server's answer, so it costs no round trip as SELECT LAST_INSERT_ID() does."""
+    return getattr(conn, "dbapi_connection", conn).insert_id()
+
+
 def connect(url, timeout=5, io_timeout=60, causal_reads=True):
     """One unpooled connection (migrations, health probes, tests) to the first ready node of `url`;
     `timeout` bounds connecting to each node, in seconds. Raises pymysql OperationalError 2003."""

@@ -21,6 +21,10 @@ crm_actions = limiter.shared_limit("120 per 60 seconds", scope="crm_actions")
 
 missed_activities = limiter.limit("240 per 60 seconds")
 
+# GET /api/leads/{oli_id} and GET /api/lead-events (issue #48): a CRM reading its leads' results
+# back, one counter for both. A feed page is at most 1,000 events, so this reads 100,000 a second.
+crm_reads = limiter.shared_limit("6000 per 60 seconds", scope="crm_reads")
+
 # GET /api/callbacks (issue #40): an agent desktop's server may read each agent's list now and then.
 agent_callbacks = limiter.limit("240 per 60 seconds")
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import agents, callbacks, compliance, dialstate, dnc
+from dialerapi.rules import agents, callbacks, compliance, dialstate, dnc, lead_events
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,8 @@ def submit_action(conn, action, now, tz):
     callback or disposition), unblock those agents and queue their events. `action` carries
     oli_id, action, scheduled_at or reason, the optional audit fields and, for a callback, the
     optional callbackAgentId (its owner, issue #40: kept while the row is held); `now` is
-    wall-clock in `tz`. Returns the stored row as a dict with its `id` and `status`. Raises
+    wall-clock in `tz`. A disposition applied now is told to the CRM (lead.disposed; a held one
+    when it is applied). Returns the stored row as a dict with its `id` and `status`. Raises
     dialstate.UnknownLead, agents.UnknownAgent for a callbackAgentId not on the roster.
 
     A disposition whose reason is one of sales_dialer_config.dnd_reasons (default `DND`, compared
@@ -79,7 +80,9 @@ def submit_action(conn, action, now, tz):
     queries.insert_pending_action(conn, **stored)
     stored["id"] = queries.last_insert_id(conn)
     if not live:
-        dialstate.apply_action(conn, row, stored, now, config)
+        applied = dialstate.apply_action(conn, row, stored, now, config)
+        if action["action"] == "dispose":
+            lead_events.disposed(conn, applied, now, "crm", stored)
     agents.clear_for_lead(conn, action["oli_id"], CLEARED_BY[action["action"]], now, tz)
     return stored
 
@@ -96,7 +99,7 @@ def apply_held(conn, oli_id, now):
         return "failed"
     if dialstate.is_live(row):
         return "live"
-    dialstate.apply_latest_pending(conn, row, now, dialstate.load_config(conn))
+    dialstate.apply_latest_pending(conn, row, now, dialstate.load_config(conn), "sweep")
     return "applied"
 
 
@@ -106,8 +109,9 @@ def sweep(db, now, tz, config=None):
     Catches leads that an engine settled without calling settle. With `config` (the app's
     settings) it first releases the reservations whose lease ran out (`release_expired`), which
     catches leads whose engine never settles at all. One transaction per oli_id, at most
-    SWEEP_BATCH oli_ids per call; `now` is wall-clock in `tz`. Returns counts {"applied": n,
-    "live": n, "failed": n}, and "released": n with `config`.
+    SWEEP_BATCH oli_ids per call; last, tells the CRM of the personal callbacks that fell back since
+    (lead_events.fallen_back). `now` is wall-clock in `tz`. Returns counts {"applied": n, "live": n,
+    "failed": n, "fell_back": n}, and "released": n with `config`.
     """
     counts = {}
     if config is not None:
@@ -120,6 +124,8 @@ def sweep(db, now, tz, config=None):
     counts.update(applied=0, live=0, failed=0)
     for oli_id in due:
         counts[db.run(apply_held, oli_id, now)] += 1
+    counts["fell_back"] = db.run(
+        lambda conn: lead_events.fallen_back(conn, now, dialstate.load_config(conn), tz))
     return counts
 
 

@@ -75,15 +75,16 @@ def save_agent(conn, agent_id, extension, name, skills=None, priorities=None):
             )
 
 
-def remove_agent(conn, agent_id):
+def remove_agent(conn, agent_id, now):
     """Remove an agent with their skills and priorities; their missed-activity history stays, and
-    their personal callbacks (issue #40) become anyone's at once. Raises UnknownAgent."""
+    their personal callbacks (issue #40) become anyone's at once, told to the CRM at `now`
+    (wall-clock DB_TIMEZONE). Raises UnknownAgent."""
     find_agent(conn, agent_id=agent_id)
     queries.delete_agent_skills(conn, agent_id=agent_id)
     queries.delete_agent_priorities(conn, agent_id=agent_id)
     queries.delete_agent(conn, agent_id=agent_id)
     # After the delete: a CRM action storing this owner holds the row in share mode until it commits.
-    callbacks.release_owner(conn, agent_id)
+    callbacks.release_owner(conn, agent_id, now)
 
 
 def with_lists(row):

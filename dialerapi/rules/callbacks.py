@@ -22,6 +22,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
+from dialerapi.rules import lead_events
 from dialerapi.rules.states import CALLBACK, UnknownAgent
 
 # The agent's list holds the personal callbacks due within this many hours, and those already due.
@@ -126,7 +127,10 @@ def floor_counts(conn, now, config, tz=None):
             for row in queries.personal_callbacks_due(conn, now=now, **fallback_params(now, config, tz))}
 
 
-def release_owner(conn, agent_id):
-    """An agent leaves the roster: their personal callbacks, stored and held, become anyone's now."""
+def release_owner(conn, agent_id, now):
+    """An agent leaves the roster: their personal callbacks, stored and held, become anyone's now
+    (`now` wall-clock DB_TIMEZONE), each told to the CRM (lead.callback_fell_back, issue #48)."""
+    for row in queries.owned_callbacks(conn, agent_id=agent_id):
+        lead_events.fell_back(conn, row, now, "owner_removed")
     queries.clear_owner_of_leads(conn, agent_id=agent_id)
     queries.clear_owner_of_held(conn, agent_id=agent_id)

@@ -14,8 +14,8 @@ ZoneInfo). Elapsed-time arithmetic and daylight saving follow the rules of `cloc
 from datetime import timedelta
 
 from dialerapi.plumbing import clock
-from dialerapi.plumbing.db import queries
-from dialerapi.rules import abandons
+from dialerapi.plumbing.db import inserted_id, queries
+from dialerapi.rules import abandons, lead_events
 from dialerapi.rules.events import notify
 from dialerapi.rules.states import (  # noqa: F401 - the vocabulary, reachable as dialstate.NAME
     ABANDONED,
@@ -97,8 +97,9 @@ def apply_action(conn, row, action, now, config):
     return write_lead(conn, row, changes, now)
 
 
-def apply_latest_pending(conn, row, now, config):
-    """Apply the newest `pending` action of the lead (latest wins) and supersede any older ones.
+def apply_latest_pending(conn, row, now, config, applied_by):
+    """Apply the newest `pending` action of the lead (latest wins) and supersede any older ones,
+    and tell the CRM (lead_events.held_applied; `applied_by`: "settle", "release" or "sweep").
 
     The lead must be locked and not live. Returns (row, applied action or None).
     """
@@ -108,6 +109,7 @@ def apply_latest_pending(conn, row, now, config):
     row = apply_action(conn, row, action, now, config)
     queries.mark_pending_applied(conn, id=action["id"], applied_at=now)
     queries.supersede_pending(conn, oli_id=row["oli_id"])
+    lead_events.held_applied(conn, row, action, now, applied_by)
     return row, {**action, "status": "applied", "applied_at": now}
 
 
@@ -138,18 +140,27 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
     config = load_config(conn)
     answered_at, connected_at = abandons.call_moments(row)
     verdict = abandons.judge(outcome, answered_at, connected_at, tz, config)
-    queries.insert_call_attempt(
-        conn, lead_id=row["id"], oli_id=oli_id, agent_id=agent_id, call_type=call_type,
-        started_at=started_at, ended_at=now, result=OUTCOMES[outcome][1], hangup_by=hangup_by,
-        hangup_cause=hangup_cause, form_type=row["form_type"], reservation_id=row["reservation_id"],
-        answered_at=answered_at, agent_connected_at=connected_at, connect_seconds=verdict["connect_seconds"],
+    attempt = dict(
+        agent_id=agent_id, call_type=call_type, started_at=started_at, ended_at=now, hangup_by=hangup_by,
+        hangup_cause=hangup_cause, reservation_id=row["reservation_id"], answered_at=answered_at,
+        agent_connected_at=connected_at, connect_seconds=verdict["connect_seconds"],
         late_connect=None if verdict["connect_seconds"] is None else int(verdict["late_connect"]),
     )
+    queries.insert_call_attempt(conn, lead_id=row["id"], oli_id=oli_id, result=OUTCOMES[outcome][1],
+                                form_type=row["form_type"], **attempt)
+    attempt["call_id"] = inserted_id(conn)
     changes = hangup_changes(
         row, outcome, now, config, tz, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
         started_at=started_at, release_retry_ms=release_retry_ms,
     )
-    result = end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes, agent_id=agent_id)
+
+    def tell(ended):
+        lead_events.call_ended(conn, ended, {**attempt, "outcome": outcome}, now)
+        if changes.get("disposeRemark") == MAX_TRIES_REMARK:
+            lead_events.disposed(conn, ended, now, "max_tries")
+
+    result = end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes, agent_id=agent_id,
+                      tell=tell, applied_by="settle")
     abandons.count(conn, row["form_type"], now, verdict)
     return result
 
@@ -163,8 +174,11 @@ def check_reservation(row, reservation_id=None):
         raise NotLive(row["oli_id"])
 
 
-def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=None):
+def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=None, tell=None, applied_by="settle"):
     """Write the end of a live call onto the locked `row`, then what follows from it (D6).
+
+    `tell(row)`, when given, writes the CRM's events of the call's end (rules.lead_events) with the
+    row as the end left it, before the held action's own; `applied_by` names the end for that one.
 
     `changes` are the columns the end of the call writes (a hangup transition, or a release), and
     the end of a personal callback (callback_agent_id, issue #40: its owner is told). Ends
@@ -186,7 +200,9 @@ def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=Non
     )
     if ended:
         notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=row["oli_id"])], now)
-    row, applied = apply_latest_pending(conn, row, now, config)
+    if tell is not None:
+        tell(row)
+    row, applied = apply_latest_pending(conn, row, now, config, applied_by)
     return {"lead": row, "pending": applied}
 
 
@@ -204,7 +220,8 @@ def release(conn, oli_id, now, *, tz, grace_minutes, release_retry_ms, reservati
     check_reservation(row, reservation_id)
     config = load_config(conn)
     changes = hangup_changes(row, "originate_failed", now, config, tz, release_retry_ms=release_retry_ms)
-    return end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes)
+    return end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes,
+                    tell=lambda ended: lead_events.released(conn, row, ended, now), applied_by="release")
 
 
 def expired_reservations(conn, now, tz, lease_seconds):

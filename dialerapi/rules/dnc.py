@@ -7,7 +7,7 @@ the connection first and run in the caller's transaction.
 """
 
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import phones
+from dialerapi.rules import lead_events, phones
 
 DND = "dnd"
 # Numbers per statement when adding, removing or importing.
@@ -33,12 +33,15 @@ def parse_numbers(texts, region):
 
 def add(conn, phone_numbers, source, now, oli_id=None):
     """List `phone_numbers` (E.164 digits) with `source` and `now` (wall-clock DB_TIMEZONE); a listed
-    number keeps its first source. Marks their leads. Returns how many were new."""
+    number keeps its first source. Marks their leads, each with a lead.do_not_call event (issue #48).
+    Returns how many were new."""
     added = 0
     for start in range(0, len(phone_numbers), BATCH):
         chunk = sorted(set(phone_numbers[start:start + BATCH]))
         added += queries.insert_numbers(conn, [(number, source[:SOURCE_LENGTH], oli_id, now) for number in chunk])
+        marked = list(queries.leads_listed_by_phones(conn, phones=chunk))
         queries.mark_leads(conn, phones=chunk, listed=True)
+        lead_events.listed(conn, marked, now, source)
     _counted(conn, added)
     return added
 
@@ -96,7 +99,8 @@ def import_lines(conn, lines, region, source, now, progress=None, every=100000):
     lines starting with '#' are passed over; a line's digits are the number, so `212,5550100` as
     the US registry writes it is 2125550100, read with `region`). The numbers are staged in a
     temporary table of this connection, a batch at a time, then listed and their leads marked in
-    two statements: memory stays at one batch whatever the file's size. `progress(lines_read)` is
+    two statements (with a lead.do_not_call event for each lead marked): memory stays at one batch
+    of numbers whatever the file's size. `progress(lines_read)` is
     called every `every` lines. Returns {"lines", "numbers", "added"}. Raises InvalidLine (nothing
     is listed; the caller's transaction rolls back the staging).
     """
@@ -121,7 +125,9 @@ def import_lines(conn, lines, region, source, now, progress=None, every=100000):
         numbers_seen += len(batch)
         queries.stage_numbers(conn, batch)
     added = queries.merge_staging(conn, source=source[:SOURCE_LENGTH], added_at=now)
+    marked = list(queries.leads_listed_by_staging(conn))
     queries.mark_staged_leads(conn)
+    lead_events.listed(conn, marked, now, source)
     _counted(conn, added)
     queries.drop_staging(conn)
     return {"lines": read, "numbers": numbers_seen, "added": added}

@@ -14,7 +14,7 @@ its own values, as a tuple in the statement's column order.
 import uuid
 
 from dialerapi.plumbing.db import Conflict, Literal, queries
-from dialerapi.rules import catalog, compliance, dialstate
+from dialerapi.rules import catalog, compliance, dialstate, lead_events
 from dialerapi.rules.events import notify
 
 # upsert_leads' columns after each lead's own (oli_id, data_id, phone_number, client_name, form_type,
@@ -55,6 +55,7 @@ def push_leads(conn, leads, now, tz, config):
     and never claimed; `status` is what the specification says all the same).
 
     A lead's personal callback (issue #40) ends with the reset, and its owner is told (events.notify).
+    A lead whose number is listed and was not marked before gets a lead.do_not_call event (issue #48).
 
     Raises db.Conflict when a concurrent push inserted one of the new oli_ids first; Database.run
     then retries the whole batch, which will see the row and lock it.
@@ -93,6 +94,11 @@ def push_leads(conn, leads, now, tz, config):
             raise Conflict(f"a concurrent push inserted some of these oli_ids first ({affected} != {expected})")
         notify(conn, [existing[oli_id]["callback_agent_id"] for oli_id in rows
                       if oli_id in existing and existing[oli_id]["callback_agent_id"]], now)
+        newly_listed = sorted(oli_id for oli_id, row in rows.items()
+                              if row[7] and not (oli_id in existing and existing[oli_id]["do_not_call"]))
+        if newly_listed:
+            lead_events.listed(conn, [{**lead, "phone_e164": rows[lead["oli_id"]][6]} for lead in
+                                      queries.leads_by_oli_ids(conn, oli_ids=newly_listed)], now, "push")
     return results
 
 

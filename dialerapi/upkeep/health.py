@@ -10,13 +10,14 @@ import logging
 import threading
 import time
 from importlib.metadata import PackageNotFoundError, version
+from urllib.parse import urlsplit
 
 import pymysql
 
 from dialerapi.plumbing import ami, clock, socket_slots
 from dialerapi.plumbing.clock import format_utc
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import compliance, dialstate, dnc
+from dialerapi.rules import compliance, dialstate, dnc, webhooks
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,23 @@ def _metrics(conn, tz):
         "last_sweep_result": sweep["last_result"] if sweep else None,
         "agent_sockets": socket_slots.hosts_report(conn, now, tz),
         **compliance_report(conn, now, tz),
+        "webhooks": webhooks_report(conn),
+    }
+
+
+def webhooks_report(conn):
+    """Issue #48: {endpoints (how many), enabled, failing: [{id, host, failing_since (ISO 8601 UTC)}],
+    disabled: [{id, host, reason}], oldest_undelivered_seconds (the most of any enabled endpoint,
+    None when nothing waits)}. Hosts only: a URL's path or query may hold a receiver's token."""
+    report = webhooks.endpoint_report(conn, clock.utcnow().replace(tzinfo=None))
+    waits = [row["oldest_undelivered_seconds"] for row in report if row["oldest_undelivered_seconds"] is not None]
+    return {
+        "endpoints": len(report), "enabled": sum(row["enabled"] for row in report),
+        "failing": [{"id": row["id"], "host": urlsplit(row["url"]).hostname,
+                     "failing_since": format_utc(row["failing_since"])} for row in report if row["failing_since"]],
+        "disabled": [{"id": row["id"], "host": urlsplit(row["url"]).hostname, "reason": row["disabled_reason"]}
+                     for row in report if not row["enabled"]],
+        "oldest_undelivered_seconds": max(waits) if waits else None,
     }
 
 
@@ -169,7 +187,7 @@ def report(app):
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
     UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
     and refusals per host, issue #27), do_not_call and calling_window (compliance_report, issue
-    #30)}, logs (last 20 warning/error lines of this process), version}. Never
+    #30), webhooks (webhooks_report, issue #48)}, logs (last 20 warning/error lines of this process), version}. Never
     a password or the secret.
     """
     state = app.extensions["dialerapi.health"]

@@ -18,8 +18,9 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, get_db, queries
-from dialerapi.rules import abandons, actions, agents, compliance, dialstate, engine
-from dialerapi.upkeep import health
+from dialerapi.rules import abandons, actions, agents, compliance, dialstate, engine, lead_events
+from dialerapi.rules import webhooks as webhook_rules
+from dialerapi.upkeep import health, webhooks
 from dialerapi.upkeep.observability import RESERVATIONS_RELEASED, SWEEPS
 
 log = logging.getLogger(__name__)
@@ -140,8 +141,9 @@ def phone_facts_tick(app):
 
 
 def prune_tick(app):
-    """Delete outbox rows older than an hour, engine replies older than a day and abandon counts past
-    their use (abandons.prune); returns how many went."""
+    """Delete outbox rows older than an hour, engine replies older than a day, abandon counts past
+    their use (abandons.prune), and lead events, webhook deliveries and their log older than
+    LEAD_EVENTS_RETENTION_DAYS (a batch of each per tick); returns how many went."""
     with app.app_context():
         db = get_db()
         tz = app.config["DB_TIMEZONE"]
@@ -153,7 +155,27 @@ def prune_tick(app):
                     "socket_hosts": queries.prune_socket_hosts(conn, before=clock.after(now, -OUTBOX_KEEP, tz)),
                     "abandon_counts": abandons.prune(conn, now)}
 
-        return run_once_per_tick(db, "prune", PRUNE_SECONDS, now, lambda: db.run(prune))
+        def prune_all():
+            pruned = db.run(prune)
+            cutoff = webhooks.retention_cutoff(app)
+            for name, work in (("lead_events", lead_events.prune), ("webhook_deliveries", webhook_rules.prune_deliveries),
+                               ("webhook_attempts", webhook_rules.prune_attempts)):
+                pruned[name] = in_batches(db, work, cutoff)
+            return pruned
+
+        return run_once_per_tick(db, "prune", PRUNE_SECONDS, now, prune_all)
+
+
+def in_batches(db, work, *args):
+    """Run `work(conn, *args)` (returns how many rows it deleted, at most lead_events.PRUNE_BATCH),
+    one transaction each, until a batch deletes fewer; returns the total. Short transactions keep
+    the deletes of a busy week from holding locks for long."""
+    total = 0
+    while True:
+        deleted = db.run(work, *args)
+        total += deleted
+        if deleted < lead_events.PRUNE_BATCH:
+            return total
 
 
 def init_app(app):
@@ -184,3 +206,4 @@ def init_app(app):
     )
     if not scheduler.running:
         scheduler.start()
+    webhooks.start(app)

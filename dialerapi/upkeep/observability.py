@@ -23,7 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from dialerapi.plumbing import clock, socket_slots
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import dialstate, floor
+from dialerapi.rules import dialstate, floor, webhooks
 from dialerapi.upkeep.health import compliance_report
 
 access_log = logging.getLogger("dialerapi.access")
@@ -104,6 +104,7 @@ class DatabaseGauges:
             yield from socket_gauges(socket_slots.hosts_report(conn, now, self.tz))
             yield from compliance_gauges(compliance_report(conn, now, self.tz))
             yield abandon_gauge(floor.floor_state(conn, now, None, self.tz)["form_types"])
+            yield from webhook_metrics(webhooks.endpoint_report(conn, clock.utcnow().replace(tzinfo=None)))
         finally:
             conn.close()
 
@@ -128,6 +129,26 @@ def abandon_gauge(form_types):
         for window, figures in group["abandons"]["windows"].items():
             rate.add_metric([group["form_type"], window], figures["rate"])
     return rate
+
+
+def webhook_metrics(report):
+    """Issue #48, per endpoint id: attempts by result (delivered, failed_status, error, gone; counted
+    in the database, so every host shows the floor's), and the oldest undelivered event's age."""
+    attempts = CounterMetricFamily("dialerapi_webhook_deliveries", "Webhook delivery attempts by endpoint and result",
+                                   labels=["endpoint", "result"])
+    oldest = GaugeMetricFamily("dialerapi_webhook_oldest_undelivered_seconds",
+                               "Age of the oldest event not yet delivered to an enabled endpoint (0: none waits)",
+                               labels=["endpoint"])
+    failing = GaugeMetricFamily("dialerapi_webhook_endpoint_failing",
+                                "1 while an endpoint is failing (an event was given up; cleared by its next 2xx)",
+                                labels=["endpoint"])
+    for row in report:
+        endpoint = str(row["id"])
+        for result, count in row["results"].items():
+            attempts.add_metric([endpoint, result], count)
+        oldest.add_metric([endpoint], row["oldest_undelivered_seconds"] or 0)
+        failing.add_metric([endpoint], 1 if row["failing_since"] else 0)
+    return attempts, oldest, failing
 
 
 def socket_gauges(report):

@@ -4,19 +4,20 @@ final dispositions, opened by WS_SECRET (web.auth, CRM).
 Imports the rules, the plumbing and web (what every side shares), never another side.
 """
 
-from flask import Blueprint
+from flask import Blueprint, request
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import actions, leads
+from dialerapi.rules import actions, lead_events, leads
 from dialerapi.sides.crm import schemas
 from dialerapi.upkeep import observability
 from dialerapi.web.requests import db_timezone, json_body, load
 
 leads_bp = Blueprint("leads", __name__)
 callbacks_bp = Blueprint("callbacks", __name__)
+results_bp = Blueprint("results", __name__)
 
-blueprints = (leads_bp, callbacks_bp)
+blueprints = (leads_bp, callbacks_bp, results_bp)
 
 
 @leads_bp.post("/api/leads")
@@ -72,3 +73,32 @@ def pending_disposition():
     stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()), db_timezone())
     pending = {key: stored[key] for key in ("id", "oli_id", "action", "reason", "status")}
     return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
+
+
+@results_bp.get("/api/leads/<path:oli_id>")
+@limits.crm_reads
+def read_lead(oli_id):
+    """One lead as it stands and its call attempts, newest first (issue #48; docs/crm/results.md).
+
+    Query: limit (1-200 calls, default 50), cursor (the `next` of the page before). 200 {ok, lead,
+    calls, next (cursor or null)}; times 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE; 404 unknown_oli_id;
+    400 validation_failed for a bad oli_id, limit or cursor.
+    """
+    query = load(schemas.LeadReadQuery().load, {**request.args.to_dict(), "oli_id": oli_id})
+    page = get_db().run(lead_events.read_lead, query["oli_id"], query["cursor"], query["limit"], db_timezone())
+    return {"ok": True, **page}
+
+
+@results_bp.get("/api/lead-events")
+@limits.crm_reads
+def lead_event_feed():
+    """The lead events after a cursor, in order (issue #48; docs/crm/results.md).
+
+    Query: after (a `next` this feed returned; none: from the oldest kept), limit (1-1000, default
+    100). 200 {ok, events: [{id, type, occurred_at (UTC), occurred_at_local (DB_TIMEZONE), oli_id,
+    data_id, data}], next}; resume with after=next. 400 validation_failed for a bad after or limit.
+    """
+    query = load(schemas.LeadEventsQuery().load, request.args.to_dict())
+    db = get_db()
+    db.run(lead_events.sequence)
+    return {"ok": True, **db.run(lead_events.feed, query["after"], query["limit"])}

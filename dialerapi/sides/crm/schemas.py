@@ -3,7 +3,7 @@
 """
 
 from marshmallow import ValidationError, fields, post_load, validates_schema
-from marshmallow.validate import Length, OneOf
+from marshmallow.validate import Length, OneOf, Range
 
 from dialerapi.plumbing.clock import instant
 from dialerapi.web.fields import (
@@ -251,3 +251,38 @@ class PendingDispositionSchema(AuditSchema):
     @post_load
     def to_action(self, data, **kwargs):
         return {"oli_id": data.pop("oliId"), "action": "dispose", **data}
+
+
+class Cursor(fields.String):
+    """An opaque cursor the service handed out (decimal digits); loads to an int."""
+
+    default_error_messages = {"invalid": "must be a cursor this service returned in `next`"}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if not (text.isascii() and text.isdigit() and len(text) <= 18):
+            raise self.make_error("invalid")
+        return int(text)
+
+
+class QueryInteger(Cursor):
+    """A whole number in a query string (decimal digits); loads to an int."""
+
+    default_error_messages = {"invalid": "must be a whole number"}
+
+
+class LeadReadQuery(ApiSchema):
+    """GET /api/leads/{oli_id} query (issue #48): `limit` calls per page (1-200, default 50) and
+    `cursor` (the `next` of the page before). Unknown parameters are 400."""
+
+    oli_id = OliId(required=True)
+    limit = QueryInteger(load_default=50, validate=Range(1, 200, error="must be 1-200"))
+    cursor = Cursor(load_default=None)
+
+
+class LeadEventsQuery(ApiSchema):
+    """GET /api/lead-events query (issue #48): `after` (a `next` this feed returned; none: from the
+    oldest event kept) and `limit` (1-1000, default 100)."""
+
+    after = Cursor(load_default=0)
+    limit = QueryInteger(load_default=100, validate=Range(1, 1000, error="must be 1-1000"))

@@ -1,0 +1,115 @@
+-- Webhook endpoints and deliveries (issue #48, rules.webhooks). Times are naive UTC. Callers own the
+-- transaction.
+
+-- name: insert_endpoint(url, secret, event_types, fanned_seq, created_at)!
+INSERT INTO dialerapi_webhook_endpoints (url, secret, event_types, fanned_seq, created_at)
+VALUES (:url, :secret, :event_types, :fanned_seq, :created_at);
+
+-- name: endpoints()
+SELECT * FROM dialerapi_webhook_endpoints ORDER BY id;
+
+-- name: lock_endpoint(id)^
+SELECT * FROM dialerapi_webhook_endpoints WHERE id = :id FOR UPDATE;
+
+-- name: lock_endpoints()
+SELECT * FROM dialerapi_webhook_endpoints ORDER BY id FOR UPDATE;
+
+-- name: set_endpoint_enabled(id, enabled, reason)!
+UPDATE dialerapi_webhook_endpoints SET enabled = :enabled, disabled_reason = :reason WHERE id = :id;
+
+-- name: set_endpoint_secret(id, secret, previous_secret, previous_secret_until)!
+UPDATE dialerapi_webhook_endpoints
+SET secret = :secret, previous_secret = :previous_secret, previous_secret_until = :previous_secret_until
+WHERE id = :id;
+
+-- name: set_fanned(id, fanned_seq)!
+UPDATE dialerapi_webhook_endpoints SET fanned_seq = :fanned_seq WHERE id = :id;
+
+-- name: set_failing(id, since)!
+UPDATE dialerapi_webhook_endpoints SET failing_since = COALESCE(failing_since, :since) WHERE id = :id;
+
+-- name: clear_failing(id)!
+UPDATE dialerapi_webhook_endpoints SET failing_since = NULL WHERE id = :id AND failing_since IS NOT NULL;
+
+-- name: delete_endpoint(id)!
+DELETE FROM dialerapi_webhook_endpoints WHERE id = :id;
+
+-- name: delete_endpoint_deliveries(id)!
+DELETE FROM dialerapi_webhook_deliveries WHERE endpoint_id = :id;
+
+-- name: waiting_leads(endpoint_id, lead_ids)
+-- The leads that already have an undelivered event for the endpoint: a new one queues behind it.
+SELECT DISTINCT lead_id FROM dialerapi_webhook_deliveries
+WHERE endpoint_id = :endpoint_id AND lead_id IN :lead_ids AND state IN ('queued', 'ready');
+
+-- name: insert_deliveries*!
+INSERT INTO dialerapi_webhook_deliveries (endpoint_id, event_id, lead_id, state, next_attempt_at, created_at)
+VALUES (%s, %s, %s, %s, %s, %s);
+
+-- name: due_deliveries(endpoint_id, now, max_rows)
+SELECT d.id, d.endpoint_id, d.event_id, d.lead_id, d.attempts, d.created_at
+FROM dialerapi_webhook_deliveries AS d
+WHERE d.endpoint_id = :endpoint_id AND d.state = 'ready' AND d.next_attempt_at <= :now
+ORDER BY d.next_attempt_at, d.id LIMIT :max_rows;
+
+-- name: hold_deliveries(ids, until)!
+-- Taken for sending: no other host sends them before `until` (longer than one attempt can take).
+UPDATE dialerapi_webhook_deliveries SET next_attempt_at = :until WHERE id IN :ids;
+
+-- name: lock_delivery(id)^
+SELECT * FROM dialerapi_webhook_deliveries WHERE id = :id FOR UPDATE;
+
+-- name: mark_delivered(id, at)!
+UPDATE dialerapi_webhook_deliveries SET state = 'delivered', delivered_at = :at, attempts = attempts + 1
+WHERE id = :id;
+
+-- name: schedule_retry(id, next_attempt_at)!
+UPDATE dialerapi_webhook_deliveries SET attempts = attempts + 1, next_attempt_at = :next_attempt_at WHERE id = :id;
+
+-- name: mark_failed(id)!
+UPDATE dialerapi_webhook_deliveries SET state = 'failed', attempts = attempts + 1 WHERE id = :id;
+
+-- name: promote_next(endpoint_id, lead_id, now)!
+-- The lead's next event for the endpoint becomes due, now that the one before it is done.
+UPDATE dialerapi_webhook_deliveries SET state = 'ready', next_attempt_at = :now
+WHERE endpoint_id = :endpoint_id AND lead_id = :lead_id AND state = 'queued' ORDER BY id LIMIT 1;
+
+-- name: insert_attempt(delivery_id, endpoint_id, event_id, attempted_at, status, latency_ms, error, response_head)!
+INSERT INTO dialerapi_webhook_attempts
+  (delivery_id, endpoint_id, event_id, attempted_at, status, latency_ms, error, response_head)
+VALUES (:delivery_id, :endpoint_id, :event_id, :attempted_at, :status, :latency_ms, :error, :response_head);
+
+-- name: attempts_log(endpoint_id, max_rows)
+SELECT a.*, e.type FROM dialerapi_webhook_attempts AS a
+LEFT JOIN dialerapi_lead_events AS e ON e.id = a.event_id
+WHERE a.endpoint_id = :endpoint_id ORDER BY a.id DESC LIMIT :max_rows;
+
+-- name: oldest_waiting(endpoint_id)$
+-- The oldest undelivered (queued or ready) event's moment for the endpoint.
+SELECT MIN(e.occurred_at_utc) FROM dialerapi_webhook_deliveries AS d
+JOIN dialerapi_lead_events AS e ON e.id = d.event_id
+WHERE d.endpoint_id = :endpoint_id AND d.state IN ('queued', 'ready');
+
+-- name: oldest_unfanned(after)$
+-- The oldest event not yet given to an endpoint whose feed position is `after` (unsequenced ones included).
+SELECT LEAST(
+  COALESCE((SELECT occurred_at_utc FROM dialerapi_lead_events WHERE seq > :after ORDER BY seq LIMIT 1), '9999-12-31'),
+  COALESCE((SELECT occurred_at_utc FROM dialerapi_lead_events WHERE seq IS NULL ORDER BY id LIMIT 1), '9999-12-31'));
+
+-- name: counters_like(pattern)
+SELECT name, value FROM dialerapi_counters WHERE name LIKE :pattern;
+
+-- name: prune_deliveries(before, max_rows)!
+DELETE FROM dialerapi_webhook_deliveries WHERE created_at < :before LIMIT :max_rows;
+
+-- name: prune_attempts(before, max_rows)!
+DELETE FROM dialerapi_webhook_attempts WHERE attempted_at < :before LIMIT :max_rows;
+
+-- name: lock_lease(name)^
+SELECT lease_until, run_by FROM dialerapi_job_runs WHERE name = :name FOR UPDATE;
+
+-- name: take_lease(name, started_at, lease_until, run_by)!
+INSERT INTO dialerapi_job_runs (name, last_started_at, lease_until, run_by)
+VALUES (:name, :started_at, :lease_until, :run_by)
+ON DUPLICATE KEY UPDATE lease_until = VALUES(lease_until), run_by = VALUES(run_by),
+  last_started_at = IF(run_by = VALUES(run_by), last_started_at, VALUES(last_started_at));

@@ -1,0 +1,166 @@
+"""The webhook dispatcher (issue #48): one process of the whole floor at a time sequences the lead
+events, fans them out to the endpoints and sends them, off every request path.
+
+Every process with jobs (JOBS_ENABLED) runs a `Dispatcher` thread; the one holding the lease
+`webhooks` in dialerapi_job_runs (LEASE_SECONDS, renewed each round) works, the others try again
+every LEASE_RETRY_SECONDS, so a killed holder is replaced within LEASE_SECONDS + LEASE_RETRY_SECONDS
+(under 30 s). Each round, in short transactions of its own: sequence new events
+(lead_events.sequence), fan them out (webhooks.fan_out), take the due deliveries up to the free
+sending places (at most PER_ENDPOINT in flight per endpoint, SENDERS in all), held from any other
+sender for HOLD_SECONDS, longer than an attempt can take. A pool of SENDERS threads POSTs them
+(plumbing.webhook_http, 10 s timeout, no transaction open) and each result is stored by the
+dispatcher thread in its own transaction (webhooks.record_attempt). So a dead, slow or hostile
+endpoint costs at most its PER_ENDPOINT sending places and HEAD_BYTES of memory per attempt, and
+never a push, a claim or a settle.
+
+A host killed mid-send leaves its deliveries `ready`: the next holder sends them again when their
+hold ends (at least once; the receiver sees the same `webhook-id`).
+"""
+
+import logging
+import os
+import queue
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import get_db
+from dialerapi.plumbing.webhook_http import TIMEOUT_SECONDS, Sender
+from dialerapi.rules import lead_events, webhooks
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "webhooks"
+LEASE_SECONDS = 15
+LEASE_RETRY_SECONDS = 5
+HOLD_SECONDS = TIMEOUT_SECONDS + 20
+SENDERS = 32
+PER_ENDPOINT = 16
+IDLE_SECONDS = 0.1
+
+
+def utc_now():
+    """The service clock as naive UTC (the webhook tables' time)."""
+    return clock.utcnow().replace(tzinfo=None)
+
+
+class Dispatcher:
+    """One process's webhook dispatcher; `run(stop)` until the event `stop` is set, or `step()` by hand.
+
+    `by` names this process in the lease (hostname:pid). Not thread-safe: one thread calls step().
+    """
+
+    def __init__(self, app, by=None, senders=SENDERS, per_endpoint=PER_ENDPOINT):
+        self.app = app
+        self.by = by or f"{socket.gethostname()}:{os.getpid()}"
+        self.sender = Sender(app.config["WEBHOOK_ALLOWED_HOSTS"])
+        self.pool = ThreadPoolExecutor(max_workers=senders, thread_name_prefix="webhook-send")
+        self.senders = senders
+        self.per_endpoint = per_endpoint
+        self.in_flight = {}  # delivery id -> endpoint id
+        self.results = queue.Queue()
+        self.holding = False
+
+    def run(self, stop):
+        """Work while holding the lease until `stop` (a threading.Event) is set."""
+        while not stop.is_set():
+            try:
+                busy = self.step()
+            except Exception:
+                log.exception("webhook dispatcher round failed")
+                busy = False
+            if not self.holding:
+                stop.wait(LEASE_RETRY_SECONDS)
+            elif not busy:
+                self.wait_results(IDLE_SECONDS)
+        self.close()
+
+    def wait_results(self, seconds):
+        """Block until a send finishes or `seconds` pass."""
+        try:
+            self.results.put(self.results.get(timeout=seconds))
+        except queue.Empty:
+            pass
+
+    def step(self):
+        """One round: record finished sends, hold the lease, sequence, fan out, send what is due.
+        Returns True when it did anything (the next round comes at once)."""
+        with self.app.app_context():
+            db = get_db()
+            done = self.record_results(db)
+            now = utc_now()
+            self.holding = db.run(webhooks.take_lease, LEASE_NAME, self.by, now, LEASE_SECONDS)
+            if not self.holding:
+                return done > 0
+            sequenced = db.run(lead_events.sequence)
+            fanned = db.run(webhooks.fan_out, now)
+            sent = self.send_due(db, now)
+            return bool(done or sequenced or fanned or sent)
+
+    def send_due(self, db, now):
+        busy = {}
+        for endpoint_id in self.in_flight.values():
+            busy[endpoint_id] = busy.get(endpoint_id, 0) + 1
+        room = self.senders - len(self.in_flight)
+        if room <= 0:
+            return 0
+        free = {endpoint_id: min(room, self.per_endpoint - n) for endpoint_id, n in busy.items()}
+        free[None] = min(room, self.per_endpoint)
+        due = [item for item in db.run(webhooks.take_due, now, free, HOLD_SECONDS)
+               if item["delivery"]["id"] not in self.in_flight][:room]
+        for item in due:
+            delivery, endpoint = item["delivery"], item["endpoint"]
+            self.in_flight[delivery["id"]] = endpoint["id"]
+            body = self.app.json.dumps(lead_events.public_event(item["event"]))
+            self.pool.submit(self._send, delivery["id"], endpoint["url"], webhooks.signing_secrets(endpoint, now),
+                             f"{lead_events.EVENT_PREFIX}{item['event']['id']}", body)
+        return len(due)
+
+    def _send(self, delivery_id, url, secrets, msg_id, body):
+        try:
+            attempt = self.sender.send(url, secrets, msg_id, body)
+        except Exception as exc:  # a bug must not lose the result: the delivery is retried
+            log.exception("webhook send failed")
+            attempt = {"status": None, "latency_ms": 0, "error": f"internal: {type(exc).__name__}",
+                       "response_head": ""}
+        self.results.put((delivery_id, attempt))
+
+    def record_results(self, db):
+        done = 0
+        retry_hours = self.app.config["WEBHOOK_RETRY_HOURS"]
+        while True:
+            try:
+                delivery_id, attempt = self.results.get_nowait()
+            except queue.Empty:
+                return done
+            attempt = {**attempt, "error": attempt["error"] and attempt["error"][:200]}
+            db.run(webhooks.record_attempt, delivery_id, attempt, utc_now(), retry_hours)
+            self.in_flight.pop(delivery_id, None)
+            done += 1
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        with self.app.app_context():
+            try:
+                self.record_results(get_db())
+            except Exception:
+                log.exception("webhook results could not be stored at shutdown; the deliveries are sent again")
+        self.sender.close()
+
+
+def retention_cutoff(app):
+    """Naive UTC before which lead events and the delivery log are pruned (LEAD_EVENTS_RETENTION_DAYS)."""
+    return utc_now() - timedelta(days=app.config["LEAD_EVENTS_RETENTION_DAYS"])
+
+
+_stop = threading.Event()
+
+
+def start(app):
+    """Start this process's dispatcher thread (a daemon: it ends with the process)."""
+    dispatcher = Dispatcher(app)
+    thread = threading.Thread(target=dispatcher.run, args=(_stop,), name="webhook-dispatcher", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,419 @@
+"""Webhooks (issue #48): every lead event delivered to each endpoint that takes it, signed as
+Standard Webhooks says, at least once, in order per lead, retried with backoff for
+WEBHOOK_RETRY_HOURS, a 410 disabling the endpoint, never to an inside address unless allowed, and
+by one sender at a time across processes.
+
+The dispatcher is stepped by hand (upkeep.webhooks.Dispatcher.step) with the service clock moved
+by the test (decisions.md D2); its HTTP goes to real servers on loopback. Built on the events of
+tests/test_lead_results.py (lead-intake-api.md "States and transitions"; decisions.md D6)."""
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from datetime import timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+from standardwebhooks.webhooks import Webhook
+
+import faketime
+from conftest import DEFAULT_NOW, MONITOR_SECRET, ROOT, TZ, aware, cli, free_port, make_app
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import get_db
+from dialerapi.plumbing.webhook_http import HEAD_BYTES, Refused, Sender, resolve
+from dialerapi.rules import dialstate, webhooks
+from dialerapi.upkeep import webhooks as dispatch
+from test_busy_floor import at_once
+
+NOW = DEFAULT_NOW
+
+
+@pytest.fixture(autouse=True)
+def fixed_now(frozen_clock):
+    frozen_clock(NOW)
+
+
+@pytest.fixture(scope="module")
+def hooks_app(database_url):
+    """The app with loopback receivers allowed (WEBHOOK_ALLOWED_HOSTS=127.0.0.1)."""
+    return make_app(database_url, WEBHOOK_ALLOWED_HOSTS="127.0.0.1")
+
+
+class Receiver:
+    """An HTTP server on loopback that records every request and answers with `answer(request)`
+    ((status, body, headers)); `arrived` gets each request as it comes."""
+
+    def __init__(self, answer=None):
+        self.requests = []
+        self.arrived = queue.Queue()
+        self.answer = answer or (lambda request: (200, b"ok", {}))
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                request = {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                           "body": body.decode(), "event": json.loads(body)}
+                receiver.requests.append(request)
+                receiver.arrived.put(request)
+                status, data, headers = receiver.answer(request)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def ids(self):
+        return [r["headers"]["webhook-id"] for r in self.requests]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    made = []
+
+    def make(answer=None):
+        made.append(Receiver(answer))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.close()
+
+
+@pytest.fixture
+def dispatcher(hooks_app):
+    made = []
+
+    def make(by="host-a:1", **kwargs):
+        made.append(dispatch.Dispatcher(hooks_app, by=by, **kwargs))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.pool.shutdown(wait=True)
+        one.sender.close()
+
+
+def until_quiet(dispatcher, rounds=200):
+    """Step until nothing is in flight and a round does nothing; a send is waited for, not slept on."""
+    for _ in range(rounds):
+        busy = dispatcher.step()
+        if dispatcher.in_flight:
+            dispatcher.wait_results(15)
+        elif not busy:
+            return
+    raise AssertionError("the dispatcher never went quiet")
+
+
+@pytest.fixture
+def endpoint(hooks_app):
+    def add(url, types=("*",)):
+        with hooks_app.app_context():
+            return get_db().run(webhooks.add_endpoint, url, list(types), dispatch.utc_now())
+
+    return add
+
+
+@pytest.fixture
+def settle(hooks_app, new_lead, make_live, sql):
+    """Play one call of a lead to its settle (pushing the lead first if new): one lead.call_ended."""
+    sql("INSERT IGNORE INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Kavya')")
+
+    def play(oli_id, outcome="busy"):
+        if not sql("SELECT id FROM sales_master WHERE oli_id = %s", oli_id):
+            new_lead(oli_id)
+        make_live(oli_id)
+        with hooks_app.app_context():
+            get_db().run(dialstate.settle, oli_id, outcome, clock.now(TZ), tz=TZ, grace_minutes=10,
+                         release_retry_ms=60000)
+
+    return play
+
+
+def move_clock(frozen_clock, **delta):
+    frozen_clock(clock.utcnow() + timedelta(**delta))
+
+
+def test_an_event_is_delivered_signed_and_the_standard_webhooks_verifier_accepts_it(
+        receiver, endpoint, settle, dispatcher, tmp_path, client, auth):
+    """The docs' receiver (examples/webhook_receiver.py) verifies with standardwebhooks' own
+    Webhook.verify, under a clock at the service's moment, and stores what it accepted."""
+    url = f"http://127.0.0.1:{free_port()}/"
+    added = endpoint(url)
+    out = tmp_path / "events.jsonl"
+    environment = faketime.environment({**os.environ, "WEBHOOK_SECRET": added["secret"]}, at=aware(NOW))
+    process = subprocess.Popen([sys.executable, str(ROOT / "examples" / "webhook_receiver.py"), "--port",
+                                url.split(":")[2].rstrip("/"), "--out", str(out)], env=environment,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().split()[-1] == url
+        settle("OLI-1")
+        until_quiet(dispatcher())
+        stored = [json.loads(line) for line in out.read_text().splitlines()]
+        feed = client.get("/api/lead-events", headers=auth).get_json()["events"]
+        assert [s["event"] for s in stored] == feed and len(feed) == 1
+        assert stored[0]["webhook_id"] == feed[0]["id"]
+        # A forged signature is refused by the same receiver.
+        body = json.dumps(feed[0])
+        forged = requests.post(url, data=body, headers={
+            "webhook-id": feed[0]["id"], "webhook-timestamp": str(int(clock.utcnow().timestamp())),
+            "webhook-signature": Webhook("whsec_" + "A" * 32).sign(feed[0]["id"], clock.utcnow(), body)}, timeout=5)
+        assert forged.status_code == 401
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_the_headers_follow_standard_webhooks(receiver, endpoint, settle, dispatcher):
+    hook = receiver()
+    added = endpoint(hook.url)
+    settle("OLI-1")
+    until_quiet(dispatcher())
+    [request] = hook.requests
+    headers = request["headers"]
+    assert headers["webhook-id"] == request["event"]["id"]
+    assert headers["webhook-timestamp"] == str(int(aware(NOW).timestamp()))
+    assert headers["content-type"] == "application/json"
+    sent_at = clock.utcnow().replace(microsecond=0)
+    assert headers["webhook-signature"] == Webhook(added["secret"]).sign(headers["webhook-id"], sent_at, request["body"])
+
+
+def test_a_lead_waits_for_its_earlier_event_while_other_leads_go_on(receiver, endpoint, settle, dispatcher,
+                                                                    frozen_clock, sql):
+    failures = {"OLI-A": 1}
+
+    def answer(request):
+        oli_id = request["event"]["oli_id"]
+        if failures.get(oli_id):
+            failures[oli_id] -= 1
+            return 500, b"try later", {}
+        return 200, b"ok", {}
+
+    hook = receiver(answer)
+    endpoint(hook.url)
+    settle("OLI-A")
+    settle("OLI-A")
+    settle("OLI-B")
+    sender = dispatcher()
+    until_quiet(sender)
+    sent = [(r["event"]["oli_id"], r["headers"]["webhook-id"]) for r in hook.requests]
+    assert [oli for oli, _ in sent] == ["OLI-A", "OLI-B"]  # OLI-A's second waits for its first
+    states = sql("SELECT d.state, e.oli_id FROM dialerapi_webhook_deliveries AS d"
+                 " JOIN dialerapi_lead_events AS e ON e.id = d.event_id ORDER BY d.id")
+    assert [(s["oli_id"], s["state"]) for s in states] == [("OLI-A", "ready"), ("OLI-A", "queued"),
+                                                           ("OLI-B", "delivered")]
+    move_clock(frozen_clock, seconds=webhooks.FIRST_RETRY_SECONDS)
+    until_quiet(sender)
+    a_ids = [r["headers"]["webhook-id"] for r in hook.requests if r["event"]["oli_id"] == "OLI-A"]
+    assert a_ids[0] == a_ids[1] and a_ids[2] != a_ids[1]  # the retry carries the same id, then the next event
+    assert int(a_ids[1][4:]) < int(a_ids[2][4:])
+    assert {s["state"] for s in sql("SELECT state FROM dialerapi_webhook_deliveries")} == {"delivered"}
+
+
+def test_failures_back_off_then_give_up_after_the_retry_hours_and_mark_the_endpoint_failing(
+        receiver, endpoint, settle, dispatcher, frozen_clock, sql, client):
+    healthy = {"on": False}
+    hook = receiver(lambda request: (200, b"ok", {}) if healthy["on"] else (503, b"down", {}))
+    added = endpoint(hook.url)
+    settle("OLI-1")
+    sender = dispatcher()
+    waits = []
+    for _ in range(100):
+        until_quiet(sender)
+        row = sql.one("SELECT state, next_attempt_at, attempts FROM dialerapi_webhook_deliveries")
+        if row["state"] != "ready":
+            break
+        now = clock.utcnow().replace(tzinfo=None)
+        waits.append((row["next_attempt_at"] - now).total_seconds())
+        frozen_clock(aware(row["next_attempt_at"], timezone.utc))
+    assert row["state"] == "failed"
+    assert waits[0] <= webhooks.FIRST_RETRY_SECONDS and max(waits) <= webhooks.RETRY_CAP_SECONDS
+    assert waits[5] > waits[0] * 4  # exponential
+    assert clock.utcnow() - aware(NOW) >= timedelta(hours=24)
+    endpoint_row = sql.one("SELECT failing_since FROM dialerapi_webhook_endpoints")
+    assert endpoint_row["failing_since"] is not None
+    health = client.get("/health", headers={"Authorization": f"Bearer {MONITOR_SECRET}"}).get_json()
+    assert health["metrics"]["webhooks"]["failing"][0]["id"] == added["id"]
+    # The event stays in the feed; the next 2xx clears the failing mark.
+    healthy["on"] = True
+    settle("OLI-2")
+    until_quiet(sender)
+    assert sql.one("SELECT failing_since FROM dialerapi_webhook_endpoints")["failing_since"] is None
+    metrics = client.get("/metrics", headers={"Authorization": f"Bearer {MONITOR_SECRET}"}).get_data(as_text=True)
+    assert f'dialerapi_webhook_deliveries_total{{endpoint="{added["id"]}",result="delivered"}} 1.0' in metrics
+    assert f'dialerapi_webhook_deliveries_total{{endpoint="{added["id"]}",result="failed_status"}} {len(waits) + 1}.0' \
+        in metrics
+
+
+def test_gone_disables_the_endpoint(receiver, endpoint, settle, dispatcher, sql, frozen_clock):
+    hook = receiver(lambda request: (410, b"gone", {}))
+    endpoint(hook.url)
+    settle("OLI-1")
+    settle("OLI-2")
+    sender = dispatcher()
+    until_quiet(sender)
+    assert sql.one("SELECT enabled, disabled_reason FROM dialerapi_webhook_endpoints") == {
+        "enabled": 0, "disabled_reason": "gone (410)"}
+    sent = len(hook.requests)
+    move_clock(frozen_clock, hours=1)
+    settle("OLI-3")
+    until_quiet(sender)
+    assert len(hook.requests) == sent <= 2
+
+
+def test_redirects_are_not_followed(receiver, endpoint, settle, dispatcher, sql):
+    target = receiver()
+    hook = receiver(lambda request: (307, b"", {"location": target.url}))
+    endpoint(hook.url)
+    settle("OLI-1")
+    until_quiet(dispatcher())
+    assert len(hook.requests) == 1 and target.requests == []
+    assert sql.one("SELECT state, attempts FROM dialerapi_webhook_deliveries") == {"state": "ready", "attempts": 1}
+    assert sql.one("SELECT status FROM dialerapi_webhook_attempts")["status"] == 307
+
+
+def test_a_slow_endpoint_does_not_hold_up_another_and_a_long_answer_is_cut(receiver, endpoint, settle, dispatcher,
+                                                                          sql):
+    release = threading.Event()
+    slow = receiver(lambda request: (release.wait(30), (200, b"late", {}))[1])
+    chatty = receiver(lambda request: (200, b"x" * 5_000_000, {}))
+    endpoint(slow.url)
+    endpoint(chatty.url)
+    settle("OLI-1")
+    sender = dispatcher()
+    for _ in range(100):
+        sender.step()
+        if sql("SELECT * FROM dialerapi_webhook_deliveries WHERE state = 'delivered'"):
+            break
+        sender.wait_results(5)
+    delivered = sql.one("SELECT endpoint_id FROM dialerapi_webhook_deliveries WHERE state = 'delivered'")
+    assert slow.requests and delivered["endpoint_id"] != sql("SELECT id FROM dialerapi_webhook_endpoints"
+                                                             " ORDER BY id")[0]["id"]
+    head = sql.one("SELECT response_head FROM dialerapi_webhook_attempts")["response_head"]
+    assert head == "x" * HEAD_BYTES
+    release.set()
+    until_quiet(sender)
+    assert len(sql("SELECT * FROM dialerapi_webhook_deliveries WHERE state = 'delivered'")) == 2
+
+
+def test_inside_addresses_are_refused_unless_named(hooks_app, database_url, sql):
+    for url in ("http://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data/", "http://[::1]:8080/x",
+                "http://192.168.0.10/", "http://0.0.0.0/", "http://[::ffff:127.0.0.1]/"):
+        with pytest.raises(Refused):
+            resolve(url, frozenset())
+        result = cli(database_url, "webhooks", "add", url)
+        assert result.returncode != 0 and "refused" in result.stderr, (url, result.stderr)
+    assert resolve("http://127.0.0.1:9/x", frozenset({"127.0.0.1"})) == ["127.0.0.1"]
+    assert sql("SELECT * FROM dialerapi_webhook_endpoints") == []
+    for url in ("ftp://crm.example.com/", "not a url", "http:///nohost"):
+        result = cli(database_url, "webhooks", "add", url)
+        assert result.returncode != 0 and "http:// or https://" in result.stderr
+    # Checked again at each send, on the addresses resolved then: the sender refuses without sending.
+    attempt = Sender(frozenset()).send("http://127.0.0.1:9/x", ["whsec_" + "A" * 32], "evt_1", "{}")
+    assert attempt["status"] is None and attempt["error"].startswith("refused")
+
+
+@pytest.mark.slow
+def test_sixteen_dispatchers_at_once_send_each_event_once(receiver, endpoint, settle, dispatcher, sql):
+    hook = receiver()
+    endpoint(hook.url)
+    for n in range(20):
+        settle(f"OLI-{n}")
+    senders = [dispatcher(by=f"host-{n}:1") for n in range(16)]
+    holders = at_once(lambda one: (one.step(), one.holding)[1], senders)
+    assert sum(holders) == 1
+    holder = senders[holders.index(True)]
+    until_quiet(holder)
+    at_once(lambda one: one.step(), senders)
+    assert len(hook.requests) == 20 and len(set(hook.ids())) == 20
+    assert {r["state"] for r in sql("SELECT state FROM dialerapi_webhook_deliveries")} == {"delivered"}
+
+
+def test_a_killed_holder_is_replaced_and_its_sends_repeated_with_the_same_id(receiver, endpoint, settle, dispatcher,
+                                                                            frozen_clock, sql):
+    hook = receiver(lambda request: (200, b"ok", {}))
+    endpoint(hook.url)
+    settle("OLI-1")
+    first = dispatcher(by="host-a:1")
+    first.step()  # takes the lease and the delivery; then "dies" before storing the result
+    hook.arrived.get(timeout=15)
+    first.in_flight.clear()
+    first.results = queue.Queue()
+    second = dispatcher(by="host-b:1")
+    second.step()
+    assert not second.holding
+    move_clock(frozen_clock, seconds=dispatch.LEASE_SECONDS + 1)
+    second.step()
+    assert second.holding and not second.in_flight  # the delivery is still held for the first sender's try
+    move_clock(frozen_clock, seconds=dispatch.HOLD_SECONDS)
+    until_quiet(second)
+    assert len(hook.requests) == 2 and hook.ids()[0] == hook.ids()[1]
+    assert sql.one("SELECT state FROM dialerapi_webhook_deliveries")["state"] == "delivered"
+
+
+def test_an_endpoint_takes_only_its_event_types(receiver, endpoint, settle, dispatcher, run):
+    calls = receiver()
+    disposals = receiver()
+    endpoint(calls.url, ["lead.call_ended"])
+    endpoint(disposals.url, ["lead.disposed"])
+    settle("OLI-1")
+    until_quiet(dispatcher())
+    assert [r["event"]["type"] for r in calls.requests] == ["lead.call_ended"] and disposals.requests == []
+
+
+def test_the_operator_commands(receiver, database_url, settle, dispatcher, sql, frozen_clock):
+    hook = receiver()
+    env = {"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
+    added = cli(database_url, "webhooks", "add", hook.url, "--events", "lead.call_ended,lead.disposed", **env)
+    assert added.returncode == 0, added.stderr
+    endpoint_id = int(added.stdout.split()[1].rstrip(":"))
+    secret = added.stdout.split("secret: ")[1].split()[0]
+    assert secret.startswith("whsec_")
+    bad = cli(database_url, "webhooks", "add", hook.url, "--events", "lead.nope", **env)
+    assert bad.returncode != 0 and "unknown event type 'lead.nope'" in bad.stderr
+    tested = cli(database_url, "webhooks", "test", str(endpoint_id), **env)
+    assert tested.returncode == 0 and "status=200" in tested.stdout, tested.stderr
+    assert hook.requests[-1]["event"]["type"] == "webhook.test"
+    rotated = cli(database_url, "webhooks", "rotate-secret", str(endpoint_id), **env)
+    new_secret = rotated.stdout.split("secret: ")[1].split()[0]
+    settle("OLI-1")
+    until_quiet(dispatcher())
+    request = hook.requests[-1]
+    signatures = request["headers"]["webhook-signature"].split(" ")
+    sent_at = clock.utcnow().replace(microsecond=0)
+    assert signatures == [Webhook(key).sign(request["headers"]["webhook-id"], sent_at, request["body"])
+                          for key in (new_secret, secret)]
+    listed = cli(database_url, "webhooks", "list", "--json", **env)
+    [row] = json.loads(listed.stdout)
+    assert row["results"]["delivered"] == 1 and row["event_types"] == "lead.call_ended,lead.disposed"
+    log = cli(database_url, "webhooks", "log", str(endpoint_id), **env)
+    assert "status=200" in log.stdout and "lead.call_ended" in log.stdout
+    replayed = cli(database_url, "webhooks", "replay", "--endpoint", str(endpoint_id), "--since", "2026-11-21 09:00",
+                   **env)
+    assert replayed.stdout.strip() == f"queued 1 events again for endpoint {endpoint_id}"
+    until_quiet(dispatcher())
+    assert hook.requests[-1]["headers"]["webhook-id"] == request["headers"]["webhook-id"]
+    assert cli(database_url, "webhooks", "disable", str(endpoint_id), **env).returncode == 0
+    settle("OLI-2")
+    until_quiet(dispatcher())
+    assert hook.requests[-1]["headers"]["webhook-id"] == request["headers"]["webhook-id"]
+    assert cli(database_url, "webhooks", "remove", str(endpoint_id), **env).returncode == 0
+    assert sql("SELECT * FROM dialerapi_webhook_endpoints") == [] == sql("SELECT * FROM dialerapi_webhook_deliveries")
+    missing = cli(database_url, "webhooks", "disable", "999", **env)
+    assert missing.returncode != 0 and "no webhook endpoint 999" in missing.stderr
