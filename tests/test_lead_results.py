@@ -5,12 +5,14 @@ Built on lead-intake-api.md "States and transitions", "Claim and retry rules" (m
 POST /api/pending-callbacks and /api/pending-dispositions; decisions.md D2 (times), D3 (errors),
 D5 (held actions), D6 (settle and sweep)."""
 
+import json
+import re
 from datetime import timedelta
 
 import pymysql
 import pytest
 
-from conftest import DEFAULT_NOW, TZ, cli, connect_params, utc_text
+from conftest import DEFAULT_NOW, ROOT, TZ, cli, connect_params, utc_text
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules import actions, agents, dialstate, dnc, lead_events
 from dialerapi.upkeep import jobs
@@ -345,3 +347,56 @@ def test_events_older_than_the_retention_are_pruned_by_the_prune_job(settle, liv
     frozen_clock(NOW + timedelta(days=7, minutes=1))
     assert jobs.prune_tick(app)["lead_events"] == 1
     assert sql("SELECT * FROM dialerapi_lead_events") == []
+
+
+DOCS = ROOT / "docs" / "crm" / "results.md"
+
+
+def docs_examples():
+    """{event type: example} of docs/crm/results.md's catalogue, and "read" for the lead read's."""
+    text = DOCS.read_text()
+    examples = {m.group(1): json.loads(m.group(2))
+                for m in re.finditer(r"<!-- event: (\S+) -->\n```json\n(.*?)\n```", text, re.S)}
+    examples["read"] = json.loads(re.search(r"## Read one lead.*?```json\n(.*?)\n```", text, re.S).group(1))
+    return examples
+
+
+def assert_same_shape(documented, made, path="$"):
+    """The same keys at every level, and the same JSON type wherever neither side is null."""
+    if isinstance(documented, dict) and isinstance(made, dict):
+        assert list(documented) == list(made), f"{path}: docs {list(documented)} != service {list(made)}"
+        for key in documented:
+            assert_same_shape(documented[key], made[key], f"{path}.{key}")
+    elif isinstance(documented, list) and isinstance(made, list):
+        for item in made:
+            assert_same_shape(documented[0], item, f"{path}[]")
+    elif documented is not None and made is not None:
+        assert type(documented) is type(made), f"{path}: docs {documented!r} != service {made!r}"
+
+
+def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, client, auth, feed, sql, run,
+                                                               make_live, floor_agent):
+    floor_agent(501)
+    live_lead("OLI-1", call_answered_at=NOW - timedelta(seconds=40), agent_connected_at=NOW - timedelta(seconds=39))
+    client.post("/api/pending-dispositions", json={"oliId": "OLI-1", "reason": "Not interested", "agentId": 501},
+                headers=auth)
+    settle("OLI-1", "answered", agent_id=501, hangup_by="customer", hangup_cause="16",
+           started_at=NOW - timedelta(minutes=2))
+    live_lead("OLI-2")
+    client.post("/api/pending-callbacks", json={"oliId": "OLI-2", "scheduledAt": "2026-11-23 11:30",
+                                                "callbackAgentId": 501, "remarks": "after salary"}, headers=auth)
+    settle("OLI-2", "answered", agent_id=501)
+    sql("UPDATE sales_master SET callback_scheduled_at = %s WHERE oli_id = 'OLI-2'", NOW - timedelta(minutes=40))
+    run(lambda conn: lead_events.fallen_back(conn, NOW, dialstate.load_config(conn), TZ))
+    live_lead("OLI-3")
+    run(dialstate.release, "OLI-3", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
+    client.post("/api/pending-dispositions", json={"oliId": "OLI-3", "reason": "DND"}, headers=auth)
+    made = {}
+    for event in events_of(feed, limit=1000):
+        made.setdefault(event["type"], event)
+    documented = docs_examples()
+    assert set(made) == set(lead_events.TYPES) == set(documented) - {"read"}
+    for event_type in lead_events.TYPES:
+        assert_same_shape(documented[event_type], made[event_type], event_type)
+    read = client.get("/api/leads/OLI-1", headers=auth).get_json()
+    assert_same_shape(documented["read"], read, "read")

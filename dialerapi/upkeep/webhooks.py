@@ -128,17 +128,18 @@ class Dispatcher:
         self.results.put((delivery_id, attempt))
 
     def record_results(self, db):
-        done = 0
-        retry_hours = self.app.config["WEBHOOK_RETRY_HOURS"]
+        """Store every finished send in one transaction; returns how many."""
+        finished = []
         while True:
             try:
-                delivery_id, attempt = self.results.get_nowait()
+                finished.append(self.results.get_nowait())
             except queue.Empty:
-                return done
-            attempt = {**attempt, "error": attempt["error"] and attempt["error"][:200]}
-            db.run(webhooks.record_attempt, delivery_id, attempt, utc_now(), retry_hours)
-            self.in_flight.pop(delivery_id, None)
-            done += 1
+                break
+        if finished:
+            db.run(record_attempts, finished, utc_now(), self.app.config["WEBHOOK_RETRY_HOURS"])
+            for delivery_id, _ in finished:
+                self.in_flight.pop(delivery_id, None)
+        return len(finished)
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -148,6 +149,12 @@ class Dispatcher:
             except Exception:
                 log.exception("webhook results could not be stored at shutdown; the deliveries are sent again")
         self.sender.close()
+
+
+def record_attempts(conn, finished, now, retry_hours):
+    """webhooks.record_attempt for each (delivery id, attempt) of `finished`, in the caller's transaction."""
+    for delivery_id, attempt in finished:
+        webhooks.record_attempt(conn, delivery_id, attempt, now, retry_hours)
 
 
 def retention_cutoff(app):
