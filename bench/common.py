@@ -59,16 +59,20 @@ def bench_database(name):
 
 
 @contextmanager
-def gunicorn(app, port, workers=2, **settings):
+def gunicorn(app, port, workers=2, root=ROOT, **settings):
     """Serve `app` (e.g. "wsgi:app") with deploy/gunicorn.conf.py on 127.0.0.1:`port`; yields (base URL, master pid).
 
-    `settings` are environment variables (DATABASE_URL, WS_SECRET, ...). Waits until /healthz answers
-    (or, for an app without it, until the port accepts connections), and stops the server after.
+    `settings` are environment variables (DATABASE_URL, WS_SECRET, ...). `root`: the checkout whose
+    code serves (another release's worktree: its package comes first on the path). Waits until
+    /healthz answers (or, for an app without it, until the port accepts connections), and stops
+    the server after.
     """
     env = {**os.environ, "JOBS_ENABLED": "false", "LOG_LEVEL": "WARNING", "GUNICORN_BIND": f"127.0.0.1:{port}",
            "GUNICORN_WORKERS": str(workers), **settings}
+    if root != ROOT:
+        env["PYTHONPATH"] = str(root)
     server = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "-c", "deploy/gunicorn.conf.py", app],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:

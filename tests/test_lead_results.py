@@ -375,8 +375,7 @@ def assert_same_shape(documented, made, path="$"):
 
 
 def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, client, auth, feed, sql, run,
-                                                               make_live, floor_agent):
-    floor_agent(501)
+                                                               make_live):
     live_lead("OLI-1", call_answered_at=NOW - timedelta(seconds=40), agent_connected_at=NOW - timedelta(seconds=39))
     client.post("/api/pending-dispositions", json={"oliId": "OLI-1", "reason": "Not interested", "agentId": 501},
                 headers=auth)

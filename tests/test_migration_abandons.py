@@ -7,7 +7,6 @@ schema unchanged, and this release settles a call the previous one claimed. deci
 fresh database and an upgraded one end identical (tests/test_setup.py, for every migration).
 """
 
-import threading
 import uuid
 from datetime import datetime, timedelta
 
@@ -15,7 +14,7 @@ import pymysql
 import pytest
 
 from conftest import TZ, make_app
-from test_migration_dnc import apply_until, roll_back
+from test_migration_dnc import apply_until, apply_while_serving, roll_back
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
 from dialerapi.rules import dialstate, floor
@@ -76,30 +75,8 @@ def test_0014_applied_while_the_previous_release_settles_then_both_serve(floor_0
     conn.commit()
     assert migrate.pending(url)[0] == "0014.abandon-rate"
 
-    settled, errors, done = [], [], threading.Event()
-
-    def previous_release():
-        other = connect(url)
-        try:
-            for n in range(0, LEADS, 10):
-                if done.is_set() and len(settled) >= 50:
-                    return
-                try:
-                    settle_0013(other, f"M-{n:06d}")
-                    settled.append(n)
-                except pymysql.MySQLError as exc:
-                    errors.append(repr(exc))
-                    other.rollback()
-        finally:
-            other.close()
-
-    worker = threading.Thread(target=previous_release)
-    worker.start()
-    try:
-        apply_until(url, "0014")
-    finally:
-        done.set()
-        worker.join(timeout=120)
+    settled, errors = apply_while_serving(url, "0014", lambda conn, n: settle_0013(conn, f"M-{n:06d}"),
+                                          range(0, LEADS, 10))
     assert not errors and settled, errors[:3]
 
     with conn.cursor() as cur:

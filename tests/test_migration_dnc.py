@@ -148,6 +148,37 @@ def test_leads_the_previous_release_wrote_are_held_to_the_list_by_the_claim(popu
         assert cur.fetchone()["n"] == 10
 
 
+def apply_while_serving(url, last, serve, numbers, minimum=50):
+    """Apply the migrations up to `last` while the previous release serves: `serve(conn, n)` for each
+    n of `numbers` in turn on a connection of its own, until the migration is done and at least
+    `minimum` were served. Returns (the numbers served, the errors the previous release met)."""
+    served, errors, done = [], [], threading.Event()
+
+    def previous_release():
+        other = connect(url)
+        try:
+            for n in numbers:
+                if done.is_set() and len(served) >= minimum:
+                    return
+                try:
+                    serve(other, n)
+                    served.append(n)
+                except pymysql.MySQLError as exc:
+                    errors.append(repr(exc))
+                    other.rollback()
+        finally:
+            other.close()
+
+    worker = threading.Thread(target=previous_release)
+    worker.start()
+    try:
+        apply_until(url, last)
+    finally:
+        done.set()
+        worker.join(timeout=120)
+    return served, errors
+
+
 def roll_back(url, migration_id):
     backend = get_backend(url)
     with backend.lock():

@@ -7,7 +7,6 @@ the new schema unchanged. decisions.md D1: a fresh database and an upgraded one 
 (tests/test_setup.py, for every migration).
 """
 
-import threading
 import uuid
 from datetime import datetime, timedelta
 
@@ -15,7 +14,7 @@ import pymysql
 import pytest
 
 from conftest import TZ, make_app
-from test_migration_dnc import apply_until, roll_back
+from test_migration_dnc import apply_until, apply_while_serving, roll_back
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
 from dialerapi.rules import actions, claims
@@ -76,30 +75,7 @@ def test_0015_applied_while_the_previous_release_serves_then_both_serve(floor_00
     conn.commit()
     assert migrate.pending(url)[0] == "0015.personal-callbacks"
 
-    served, errors, done = [], [], threading.Event()
-
-    def previous_release():
-        other = connect(url)
-        try:
-            for n in range(1, LEADS, 10):
-                if done.is_set() and len(served) >= 50:
-                    return
-                try:
-                    serve_0014(other, n)
-                    served.append(n)
-                except pymysql.MySQLError as exc:
-                    errors.append(repr(exc))
-                    other.rollback()
-        finally:
-            other.close()
-
-    worker = threading.Thread(target=previous_release)
-    worker.start()
-    try:
-        apply_until(url, "0015")
-    finally:
-        done.set()
-        worker.join(timeout=120)
+    served, errors = apply_while_serving(url, "0015", serve_0014, range(1, LEADS, 10))
     assert not errors and served, errors[:3]
 
     with conn.cursor() as cur:

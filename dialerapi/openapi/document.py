@@ -100,6 +100,26 @@ OPERATIONS = {
                       "202": _json("PendingDispositionResponse", "Held until the live call settles"),
                       **UNKNOWN_OLI, **WRITES, **LIMITED, **COMMON},
     }},
+    "/api/leads/{oli_id}": {"get": {
+        "tags": ["results"], "summary": "One lead as it stands and its call attempts, newest first (issue #48)",
+        "description": "Times are wall-clock DB_TIMEZONE. Page the calls with `cursor` (the `next` of the page "
+                       "before). Shares a counter of 6,000 requests a minute per client address with GET /api/lead-events.",
+        "parameters": [{"in": "path", "name": "oli_id", "required": True, "schema": {"type": "string", "minLength": 1,
+                                                                                      "maxLength": 100}},
+                       {"in": "query", "schema": "LeadReadQuery"}],
+        "responses": {"200": _json("LeadReadResponse", "The lead and a page of its calls"),
+                      "400": _json("Error", "A bad oli_id, limit or cursor (`validation_failed`, with details)"),
+                      **UNKNOWN_OLI, **LIMITED, **COMMON},
+    }},
+    "/api/lead-events": {"get": {
+        "tags": ["results"], "summary": "The lead events after a cursor, in commit order (issue #48)",
+        "description": "Without `after`: from the oldest event kept (LEAD_EVENTS_RETENTION_DAYS). Resume with "
+                       "after=next. The same events are delivered as signed webhooks (Standard Webhooks).",
+        "parameters": [{"in": "query", "schema": "LeadEventsQuery"}],
+        "responses": {"200": _json("LeadEventsResponse", "A page of events; `next` resumes after it"),
+                      "400": _json("Error", "A bad after or limit (`validation_failed`, with details)"),
+                      **LIMITED, **COMMON},
+    }},
     "/api/missed-activities": {"get": {
         "tags": ["agents"], "summary": "One agent's open missed activities (exactly one of agentId and extension)",
         "description": "With an agent's token (issue #28) instead of WS_SECRET: that agent's only; agentId and "
@@ -264,6 +284,8 @@ SCHEMAS = {
     "Lead": crm_schemas.LeadSchema, "LeadBatch": crm_schemas.LeadBatchSchema,
     "SendCallbackRequest": crm_schemas.SendCallbackSchema, "PendingCallbackRequest": crm_schemas.PendingCallbackSchema,
     "PendingDispositionRequest": crm_schemas.PendingDispositionSchema, "MissedActivitiesQuery": agent_schemas.MissedActivitiesQuery,
+    "LeadReadQuery": crm_schemas.LeadReadQueryParameters, "LeadEventsQuery": crm_schemas.LeadEventsQuery,
+    "LeadReadResponse": responses.LeadReadResponseSchema, "LeadEventsResponse": responses.LeadEventsResponseSchema,
     "Error": responses.ErrorSchema, "PushResponse": responses.PushResponseSchema, "SendCallbackResponse": responses.SendCallbackResponseSchema,
     "PendingCallbackResponse": responses.PendingCallbackResponseSchema,
     "PendingDispositionResponse": responses.PendingDispositionResponseSchema,

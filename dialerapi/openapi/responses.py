@@ -335,3 +335,80 @@ class AgentTokenResponseSchema(Schema):
     token = fields.String(required=True, metadata={"description": "Opens this agent's /ws, missed activities and callbacks only"})
     expires_at = fields.String(required=True, metadata={"example": "2026-11-25T18:30:00Z", "description": "UTC"})
     expires_in = fields.Integer(required=True, metadata={"example": 43200, "description": "Seconds from now"})
+
+
+WALL = {"description": "Wall-clock DB_TIMEZONE, YYYY-MM-DD HH:MM:SS"}
+
+
+class ResultLeadSchema(Schema):
+    """The lead of GET /api/leads/{oli_id} (issue #48)."""
+
+    oli_id = fields.String(required=True)
+    data_id = fields.String(required=True)
+    phone_number = fields.String(required=True)
+    client_name = fields.String(required=True)
+    form_type = fields.String(required=True)
+    priority_id = fields.Integer(required=True)
+    dial_status = fields.String(required=True, metadata={"example": "Not Connected"})
+    disposeRemark = fields.String(required=True, allow_none=True)
+    last_dial_result = fields.String(required=True, allow_none=True)
+    hangup_by = fields.String(required=True, allow_none=True)
+    hangup_cause = fields.String(required=True, allow_none=True)
+    call_count = fields.Integer(required=True)
+    isReserved = fields.Boolean(required=True)
+    last_attempt_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    first_attempt_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    next_retry_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    callback_scheduled_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    created_at = fields.String(required=True, metadata=WALL)
+    updated_at = fields.String(required=True, metadata=WALL)
+    live = fields.Boolean(required=True, metadata={"description": "On a call now (Calling + isReserved)"})
+    do_not_call = fields.Boolean(required=True)
+    phone_e164 = fields.String(required=True, allow_none=True)
+    call_zones = fields.List(fields.String(), required=True, metadata={"description": "IANA zones of the number"})
+    callback_agent_id = fields.Integer(required=True, allow_none=True)
+    callback_fallback_at = fields.String(required=True, allow_none=True, metadata=WALL)
+
+
+class ResultCallSchema(Schema):
+    """One call attempt of GET /api/leads/{oli_id}, newest first."""
+
+    id = fields.Integer(required=True)
+    outcome = fields.String(required=True, allow_none=True, metadata={"example": "answered"})
+    result = fields.String(required=True, allow_none=True, metadata={"example": "ANSWER"})
+    agent_id = fields.Integer(required=True, allow_none=True)
+    call_type = fields.String(required=True)
+    form_type = fields.String(required=True, allow_none=True)
+    started_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    ended_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    answered_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    agent_connected_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    connect_seconds = fields.Integer(required=True, allow_none=True)
+    late_connect = fields.Boolean(required=True, allow_none=True)
+    hangup_by = fields.String(required=True, allow_none=True)
+    hangup_cause = fields.String(required=True, allow_none=True)
+
+
+class LeadReadResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    lead = fields.Nested(ResultLeadSchema, required=True)
+    calls = fields.List(fields.Nested(ResultCallSchema), required=True)
+    next = fields.String(required=True, allow_none=True, metadata={"description": "cursor of the older calls; null: last page"})
+
+
+class LeadEventSchema(Schema):
+    """One lead event (docs: CRM integration, Results back to your CRM)."""
+
+    id = fields.String(required=True, metadata={"example": "evt_4102", "description": "webhook-id of its webhooks"})
+    type = fields.String(required=True, metadata={"example": "lead.call_ended"})
+    occurred_at = fields.String(required=True, metadata={"example": "2026-11-21T04:30:00Z"})
+    occurred_at_local = fields.String(required=True, metadata=WALL)
+    oli_id = fields.String(required=True)
+    data_id = fields.String(required=True)
+    data = fields.Dict(required=True, metadata={"description": "The type's own fields"})
+
+
+class LeadEventsResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    events = fields.List(fields.Nested(LeadEventSchema), required=True)
+    next = fields.String(required=True, metadata={"description": "give it back as `after` to resume"})

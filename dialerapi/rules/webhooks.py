@@ -19,7 +19,9 @@ import secrets
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from dialerapi.plumbing.db import queries
+import pymysql
+
+from dialerapi.plumbing.db import Conflict, queries
 from dialerapi.rules import lead_events
 
 QUEUED, READY, DELIVERED, FAILED = "queued", "ready", "delivered", "failed"
@@ -286,13 +288,22 @@ def endpoint_report(conn, now):
 def take_lease(conn, name, by, now, lease_seconds):
     """Hold the job `name`'s lease for `by` until `now` + `lease_seconds` when it is free, lapsed or
     already `by`'s. Returns True when `by` holds it. A lease ending more than twice its length
-    after `now` (the clock went back) counts as lapsed."""
+    after `now` (the clock went back) counts as lapsed. The row is locked, so of two takers on one
+    node the second sees the first's lease; on Galera the second fails certification and runs
+    again (Database.run), and two first inserts meet on the key (Conflict: run again)."""
+    lease = {"name": name, "started_at": now, "lease_until": now + timedelta(seconds=lease_seconds), "run_by": by}
     row = queries.lock_lease(conn, name=name)
-    if row is not None and row["run_by"] != by and row["lease_until"] is not None:
+    if row is None:
+        try:
+            queries.insert_lease(conn, **lease)
+        except pymysql.err.IntegrityError:
+            raise Conflict(f"the lease {name} was taken first by another process") from None
+        return True
+    if row["run_by"] != by and row["lease_until"] is not None:
         left = (row["lease_until"] - now).total_seconds()
         if 0 < left <= 2 * lease_seconds:
             return False
-    queries.take_lease(conn, name=name, started_at=now, lease_until=now + timedelta(seconds=lease_seconds), run_by=by)
+    queries.renew_lease(conn, **lease)
     return True
 
 

@@ -373,3 +373,50 @@ def test_a_node_cut_off_from_the_cluster_is_reported_and_passed_over(node_url):
         galera("isolate", 3, 0)
     checks = make_app(node_url(3)).test_client().get("/health", headers=AUTH).get_json()["checks"]["db"]
     assert checks["cluster"] == {"wsrep_cluster_size": 3, "wsrep_local_state_comment": "Synced", "wsrep_ready": True}
+
+
+def test_webhooks_through_two_nodes_go_out_once_from_one_sender_at_a_time(node_url):
+    """Issue #48: dispatchers of two hosts on two nodes, 16 stepping at once each round: one holds
+    the lease in every round, the events written on both nodes take one feed place each, and the
+    receiver gets each event once, in feed order per lead."""
+    from dialerapi.rules import lead_events, webhooks
+    from dialerapi.upkeep import webhooks as dispatch
+    from test_webhooks import Receiver
+
+    apps = {"A": make_app(node_url(1, 2, 3), WEBHOOK_ALLOWED_HOSTS="127.0.0.1"),
+            "B": make_app(node_url(2, 3, 1), WEBHOOK_ALLOWED_HOSTS="127.0.0.1")}
+    receiver = Receiver()
+    senders = [dispatch.Dispatcher(apps["AB"[n % 2]], by=f"host-{'AB'[n % 2]}:{n}") for n in range(ACTORS)]
+    try:
+        with apps["A"].app_context():
+            get_db().run(webhooks.add_endpoint, receiver.url, ["*"], dispatch.utc_now())
+
+        def write(n):
+            lead = {"id": n % 8 + 1, "oli_id": f"G-{n % 8 + 1}", "data_id": "00000000-0000-0000-0000-000000000000"}
+            with apps["AB"[n % 2]].app_context():
+                get_db().run(lead_events.record, lead_events.CALL_ENDED, lead, DEFAULT_NOW, {"n": n})
+
+        at_once(write, list(range(40)))
+        holders = []
+        for _ in range(60):
+            holding = at_once(lambda one: (one.step(), one.holding)[1], senders)
+            holders.append(sum(holding))
+            for one in senders:
+                if one.in_flight:
+                    one.wait_results(10)
+            if len(receiver.requests) >= 40 and not any(one.in_flight for one in senders):
+                break
+        assert set(holders) == {1}, "exactly one sender holds the lease in every round"
+        at_once(lambda one: one.step(), senders)
+        events = same_on_every_node(node_url, "SELECT id, seq, lead_id FROM dialerapi_lead_events ORDER BY seq")
+        assert [row["seq"] for row in events] == list(range(1, 41))
+        assert sorted(receiver.ids()) == sorted(f"evt_{row['id']}" for row in events), "each event once"
+        seq_of = {f"evt_{row['id']}": row["seq"] for row in events}
+        for lead_id in range(1, 9):
+            got = [seq_of[r["headers"]["webhook-id"]] for r in receiver.requests if r["event"]["oli_id"] == f"G-{lead_id}"]
+            assert got == sorted(got), f"lead {lead_id} in feed order"
+    finally:
+        for one in senders:
+            one.pool.shutdown(wait=True)
+            one.sender.close()
+        receiver.close()

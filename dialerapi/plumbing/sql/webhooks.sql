@@ -108,8 +108,12 @@ DELETE FROM dialerapi_webhook_attempts WHERE attempted_at < :before LIMIT :max_r
 -- name: lock_lease(name)^
 SELECT lease_until, run_by FROM dialerapi_job_runs WHERE name = :name FOR UPDATE;
 
--- name: take_lease(name, started_at, lease_until, run_by)!
+-- name: insert_lease(name, started_at, lease_until, run_by)!
 INSERT INTO dialerapi_job_runs (name, last_started_at, lease_until, run_by)
-VALUES (:name, :started_at, :lease_until, :run_by)
-ON DUPLICATE KEY UPDATE lease_until = VALUES(lease_until), run_by = VALUES(run_by),
-  last_started_at = IF(run_by = VALUES(run_by), last_started_at, VALUES(last_started_at));
+VALUES (:name, :started_at, :lease_until, :run_by);
+
+-- name: renew_lease(name, started_at, lease_until, run_by)!
+-- last_started_at: when this holder took the lease (kept while it renews).
+UPDATE dialerapi_job_runs
+SET last_started_at = IF(run_by = :run_by, last_started_at, :started_at), lease_until = :lease_until, run_by = :run_by
+WHERE name = :name;

@@ -271,13 +271,18 @@ class QueryInteger(Cursor):
     default_error_messages = {"invalid": "must be a whole number"}
 
 
-class LeadReadQuery(ApiSchema):
+class LeadReadQueryParameters(ApiSchema):
     """GET /api/leads/{oli_id} query (issue #48): `limit` calls per page (1-200, default 50) and
     `cursor` (the `next` of the page before). Unknown parameters are 400."""
 
-    oli_id = OliId(required=True)
     limit = QueryInteger(load_default=50, validate=Range(1, 200, error="must be 1-200"))
     cursor = Cursor(load_default=None)
+
+
+class LeadReadQuery(LeadReadQueryParameters):
+    """LeadReadQueryParameters and the path's oli_id."""
+
+    oli_id = OliId(required=True)
 
 
 class LeadEventsQuery(ApiSchema):
