@@ -2,7 +2,8 @@
 and a feed page with the service's statements, sharing no code with the service.
 
 GET /lead/<oli_id>?limit=N: the lead's row with its calling zones, and N+1 of its call attempts
-newest first (the service's two statements, lead_events.sql read_lead and lead_calls), as JSON.
+newest first (two plain statements; the service makes one, the calls written as JSON by the
+database), as JSON.
 GET /lead-events?after=S&limit=N: the events after feed place S (events_after), each body parsed
 and the page written as JSON. No validation, authentication, limits, request log or metrics.
 Plain PyMySQL, one connection per thread, autocommit.

@@ -47,22 +47,27 @@ end
 
 function response(status, headers, body)
   last = now()
+  if status > 399 and first_error == nil then
+    -- The first failed answer of this thread, for the report (which of 409, 503, ... it was).
+    first_error = status .. " " .. string.sub(string.gsub(body or "", '[%c"\\]', " "), 1, 200)
+  end
   if exhausted and exhausted(sent) then
     wrk.thread:stop()
   end
 end
 
 function done(summary, latency, requests)
-  local begin, finish = math.huge, 0
+  local begin, finish, first_error = math.huge, 0, ""
   for _, thread in ipairs(threads) do
     begin = math.min(begin, thread:get("first") or math.huge)
     finish = math.max(finish, thread:get("last") or 0)
+    first_error = thread:get("first_error") or first_error
   end
   local e = summary.errors
   io.write(string.format(
     '{"requests": %d, "seconds": %.3f, "rate_per_s": %.1f, "status_errors": %d, "socket_errors": %d, ' ..
-    '"p50_ms": %.3f, "p90_ms": %.3f, "p99_ms": %.3f, "max_ms": %.3f}\n',
+    '"p50_ms": %.3f, "p90_ms": %.3f, "p99_ms": %.3f, "max_ms": %.3f, "first_error": "%s"}\n',
     summary.requests, finish - begin, summary.requests / (finish - begin), e.status,
     e.connect + e.read + e.write + e.timeout, latency:percentile(50) / 1000, latency:percentile(90) / 1000,
-    latency:percentile(99) / 1000, latency.max / 1000))
+    latency:percentile(99) / 1000, latency.max / 1000, first_error))
 end

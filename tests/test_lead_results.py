@@ -5,6 +5,7 @@ Built on lead-intake-api.md "States and transitions", "Claim and retry rules" (m
 POST /api/pending-callbacks and /api/pending-dispositions; decisions.md D2 (times), D3 (errors),
 D5 (held actions), D6 (settle and sweep)."""
 
+import importlib.util
 import json
 import re
 from datetime import timedelta
@@ -18,6 +19,7 @@ from dialerapi.rules import actions, agents, dialstate, dnc, lead_events
 from dialerapi.upkeep import jobs
 from dialerapi.web import agent_tokens
 from test_busy_floor import at_once
+from test_settle import settle  # noqa: F401 - the fixture: settle(oli_id, outcome, now=NOW, **kwargs)
 
 NOW = DEFAULT_NOW
 
@@ -25,14 +27,6 @@ NOW = DEFAULT_NOW
 @pytest.fixture(autouse=True)
 def fixed_now(frozen_clock):
     frozen_clock(NOW)
-
-
-@pytest.fixture
-def settle(run):
-    def settle(oli_id, outcome, now=NOW, **kwargs):
-        return run(dialstate.settle, oli_id, outcome, now, tz=TZ, grace_minutes=10, release_retry_ms=60000, **kwargs)
-
-    return settle
 
 
 @pytest.fixture
@@ -78,7 +72,7 @@ def test_a_settle_tells_the_crm_the_call_and_the_lead_it_left(settle, live_lead,
             "call_id": attempt["id"], "outcome": "answered", "agent_id": 501, "call_type": "outbound",
             "reservation_id": "R-OLI-1", "started_at": "2026-11-21 09:59:00", "ended_at": "2026-11-21 10:00:00",
             "answered_at": "2026-11-21 09:59:20", "agent_connected_at": "2026-11-21 09:59:21",
-            "connect_seconds": 1, "late_connect": 0, "hangup_by": "customer", "hangup_cause": "16",
+            "connect_seconds": 1, "late_connect": False, "hangup_by": "customer", "hangup_cause": "16",
             "lead": {"dial_status": "Received", "priority_id": 2, "call_count": 1, "last_dial_result": "ANSWER",
                      "disposeRemark": None, "next_retry_at": None, "callback_scheduled_at": None,
                      "callback_agent_id": None}}}
@@ -399,3 +393,48 @@ def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, 
         assert_same_shape(documented[event_type], made[event_type], event_type)
     read = client.get("/api/leads/OLI-1", headers=auth).get_json()
     assert_same_shape(documented["read"], read, "read")
+
+
+@pytest.fixture
+def results_reference(database_url, monkeypatch):
+    """bench/reference_results_app.py, the results bench's reference, on the test database."""
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    spec = importlib.util.spec_from_file_location("reference_results_app", ROOT / "bench" / "reference_results_app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module.app.test_client()
+    if hasattr(module.local, "conn"):
+        module.local.conn.close()
+
+
+def test_the_results_bench_reference_reads_what_the_service_answers(live_lead, settle, make_live, client, auth,
+                                                                     results_reference):
+    """docs/performance.md: the reference of the results bench makes the service's reads, or its
+    ratio compares unlike work."""
+    live_lead()
+    for n in range(3):
+        if n:
+            make_live("OLI-1")
+        settle("OLI-1", "busy")
+    service = client.get("/api/leads/OLI-1?limit=2", headers=auth).get_json()
+    reference = results_reference.get("/lead/OLI-1?limit=2").get_json()
+    assert [c["id"] for c in reference["calls"]] == [c["id"] for c in service["calls"]]
+    assert {k: reference["lead"][k] for k in ("oli_id", "data_id", "dial_status", "call_count")} == \
+        {k: service["lead"][k] for k in ("oli_id", "data_id", "dial_status", "call_count")}
+    feed = client.get("/api/lead-events?limit=2", headers=auth).get_json()
+    page = results_reference.get("/lead-events?after=0&limit=2").get_json()
+    assert [f"evt_{e['id']}" for e in page["events"]] == [e["id"] for e in feed["events"]]
+    assert [e["body"] for e in page["events"]] == [e["data"] for e in feed["events"]]
+
+
+def test_every_outcome_reads_back_by_its_settle_name(live_lead, settle, make_live, client, auth):
+    """The lead read's `outcome` is written by the database (lead_events.sql read_lead): it names
+    each result as settle's outcomes do (states.OUTCOMES)."""
+    live_lead()
+    for n, outcome in enumerate(dialstate.OUTCOMES):
+        if n:
+            make_live("OLI-1")
+        settle("OLI-1", outcome)
+    calls = client.get("/api/leads/OLI-1?limit=200", headers=auth).get_json()["calls"]
+    assert [(c["outcome"], c["result"]) for c in reversed(calls)] == [
+        (outcome, result) for outcome, (_, result) in dialstate.OUTCOMES.items()]

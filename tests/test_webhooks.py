@@ -21,7 +21,8 @@ import requests
 from standardwebhooks.webhooks import Webhook
 
 import faketime
-from conftest import DEFAULT_NOW, MONITOR_SECRET, ROOT, TZ, aware, cli, free_port, make_app
+from conftest import (DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, ROOT, SECRET, TZ, aware, cli, free_port, make_app,
+                      start_gunicorn, start_nginx)
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.plumbing.webhook_http import HEAD_BYTES, Refused, Sender, resolve
@@ -417,3 +418,34 @@ def test_the_operator_commands(receiver, database_url, settle, dispatcher, sql, 
     assert sql("SELECT * FROM dialerapi_webhook_endpoints") == [] == sql("SELECT * FROM dialerapi_webhook_deliveries")
     missing = cli(database_url, "webhooks", "disable", "999", **env)
     assert missing.returncode != 0 and "no webhook endpoint 999" in missing.stderr
+
+
+@pytest.mark.slow
+def test_the_results_through_gunicorn_and_nginx(database_url, tmp_path, receiver, new_lead, make_live, sql):
+    """The shipped serving: nginx in front of gunicorn with jobs on. The CRM reads the lead (an oli_id
+    with a slash, sent as %2F) and the feed through nginx, and the host's dispatcher delivers the
+    settle's event to the receiver."""
+    hook = receiver()
+    new_lead("CRM/7")
+    make_live("CRM/7")
+    server = start_gunicorn(database_url, tmp_path / "gunicorn.log", JOBS_ENABLED="true",
+                            WEBHOOK_ALLOWED_HOSTS="127.0.0.1")
+    nginx = start_nginx(server, tmp_path)
+    try:
+        added = cli(database_url, "webhooks", "add", hook.url, WEBHOOK_ALLOWED_HOSTS="127.0.0.1")
+        assert added.returncode == 0, added.stderr
+        base = f"http://127.0.0.1:{nginx.port}"
+        settled = requests.post(base + "/engine/settle", headers={"X-API-Key": ENGINE_SECRET}, timeout=30,
+                                json={"oli_id": "CRM/7", "outcome": "busy", "started_at": "2026-11-21 09:59:00"})
+        assert settled.status_code == 200, settled.text
+        lead = requests.get(base + "/api/leads/CRM%2F7", headers={"X-API-Key": SECRET}, timeout=30).json()
+        assert lead["lead"]["oli_id"] == "CRM/7" and [c["outcome"] for c in lead["calls"]] == ["busy"]
+        feed = requests.get(base + "/api/lead-events", headers={"X-API-Key": SECRET}, timeout=30).json()
+        [event] = feed["events"]
+        assert (event["type"], event["oli_id"], event["data"]["call_id"]) == ("lead.call_ended", "CRM/7",
+                                                                              lead["calls"][0]["id"])
+        delivered = hook.arrived.get(timeout=dispatch.LEASE_RETRY_SECONDS + 30)
+        assert delivered["event"] == event and delivered["headers"]["webhook-id"] == event["id"]
+    finally:
+        nginx.stop()
+        server.stop()

@@ -1,6 +1,10 @@
 """`dialerapi webhooks ...`: the CRM's webhook endpoints (issue #48; docs/crm/results.md)."""
 
 import json
+import logging
+import os
+import signal
+import threading
 from datetime import timezone
 
 import click
@@ -11,9 +15,12 @@ from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.plumbing.webhook_http import Refused, Sender, resolve
 from dialerapi.rules import lead_events, webhooks
-from dialerapi.upkeep.webhooks import utc_now
+from dialerapi.upkeep.webhooks import Dispatcher, utc_now
+
+log = logging.getLogger(__name__)
 
 TEST_TYPE = "webhook.test"
+DISPATCH_NICENESS = 10
 
 
 @main.group("webhooks")
@@ -165,3 +172,21 @@ def webhooks_log(endpoint_id, limit, as_json):
         click.echo(f"{clock.format_utc(row['attempted_at'])}  {lead_events.EVENT_PREFIX}{row['event_id']}  "
                    f"{row['type'] or '-'}  status={row['status'] or '-'}  {row['latency_ms']}ms  "
                    + (f"error={row['error']}  " if row["error"] else "") + repr(row["response_head"] or ""))
+
+
+@webhooks_group.command("dispatch")
+def webhooks_dispatch():
+    """Send the floor's webhooks until SIGTERM or Ctrl-C: this host's dispatcher.
+
+    The HTTP pool's gunicorn starts one per host when JOBS_ENABLED (deploy/gunicorn.conf.py); of all
+    the hosts' dispatchers one holds the sending lease at a time and the others stand by. Run it
+    yourself only where no gunicorn runs with jobs on.
+    """
+    # Background work: the kernel gives the request workers and the database the cores first, so
+    # sending never slows a push, a claim or a settle (issue #48); an idle core is still used.
+    os.nice(DISPATCH_NICENESS)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    log.info("webhook dispatcher started")
+    Dispatcher(current_app._get_current_object()).run(stop)

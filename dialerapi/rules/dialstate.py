@@ -121,7 +121,9 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
     was dialed in, when the customer answered and when an agent was connected (issue #37); applies
     the hangup transition (`hangup_changes`); ends the reservation; ends the agent's open missed
     activity for the lead and applies the latest held CRM action (`end_call`); last, counts the
-    call in its form_type's abandon counts (abandons.count). `now` and `started_at` are
+    call in its form_type's abandon counts (abandons.count). The CRM is told in the same
+    transaction (issue #48): lead.call_ended, lead.disposed when max tries were reached, and the
+    held action's own event (rules.lead_events). `now` and `started_at` are
     wall-clock datetimes in `tz` (DB_TIMEZONE). `reservation_id`, when given, must be the lead's
     current reservation (the one its claim answered), so a settle that comes after its reservation
     was released cannot settle a later call of the same lead.

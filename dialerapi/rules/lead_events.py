@@ -27,7 +27,7 @@ import pymysql
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
-from dialerapi.rules.states import OUTCOMES, UnknownLead, is_live
+from dialerapi.rules.states import UnknownLead, is_live
 
 CALL_ENDED = "lead.call_ended"
 DISPOSED = "lead.disposed"
@@ -41,9 +41,7 @@ EVENT_PREFIX = "evt_"
 SEQ_COUNTER = "lead_event_seq"
 SEQUENCE_BATCH = 5000
 FEED_MAX = 1000
-CALLS_MAX = 200
 PRUNE_BATCH = 10000
-RESULT_OUTCOME = {result: outcome for outcome, (_, result) in OUTCOMES.items()}
 LEAD_TIMES = ("last_attempt_at", "first_attempt_at", "next_retry_at", "callback_scheduled_at", "created_at",
               "updated_at")
 
@@ -96,7 +94,8 @@ def call_ended(conn, row, attempt, now):
         "reservation_id": attempt["reservation_id"], "started_at": wall_text(attempt["started_at"]),
         "ended_at": wall_text(attempt["ended_at"]), "answered_at": wall_text(attempt["answered_at"]),
         "agent_connected_at": wall_text(attempt["agent_connected_at"]),
-        "connect_seconds": attempt["connect_seconds"], "late_connect": attempt["late_connect"],
+        "connect_seconds": attempt["connect_seconds"],
+        "late_connect": None if attempt["late_connect"] is None else bool(attempt["late_connect"]),
         "hangup_by": attempt["hangup_by"], "hangup_cause": attempt["hangup_cause"], "lead": lead_state(row)})
 
 
@@ -217,34 +216,21 @@ def prune(conn, before_utc):
     return queries.prune_lead_events(conn, before=before_utc, max_rows=PRUNE_BATCH)
 
 
-def call_view(row):
-    """One call attempt of the lead read: {id, outcome, result, agent_id, call_type, form_type,
-    started_at, ended_at, answered_at, agent_connected_at (DB_TIMEZONE wall clock), connect_seconds,
-    late_connect (bool or None), hangup_by, hangup_cause}."""
-    return {
-        "id": row["id"], "outcome": RESULT_OUTCOME.get(row["result"]), "result": row["result"],
-        "agent_id": row["agent_id"], "call_type": row["call_type"], "form_type": row["form_type"],
-        **{name: wall_text(row[name]) for name in ("started_at", "ended_at", "answered_at", "agent_connected_at")},
-        "connect_seconds": row["connect_seconds"],
-        "late_connect": None if row["late_connect"] is None else bool(row["late_connect"]),
-        "hangup_by": row["hangup_by"], "hangup_cause": row["hangup_cause"],
-    }
-
-
 def read_lead(conn, oli_id, before, limit, tz):
     """GET /api/leads/{oli_id}: the lead as it stands and a page of its calls, newest first.
 
     `before`: the call attempt id to page below (None: from the newest); `limit`: calls per page.
-    A personal callback's `callback_fallback_at` follows personal_callback_fallback_minutes (None:
-    never). Returns {"lead", "calls", "next" (str cursor or None)}. Raises states.UnknownLead.
+    Returns {"lead": {...}, "calls_json": the page as a JSON array (text, written by the database:
+    each call {id, outcome, result, agent_id, call_type, form_type, started_at, ended_at,
+    answered_at, agent_connected_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), connect_seconds,
+    late_connect (bool or null), hangup_by, hangup_cause}), "next" (str cursor or None)}. A
+    personal callback's `callback_fallback_at` follows personal_callback_fallback_minutes (None:
+    never). Raises states.UnknownLead.
     """
-    row = queries.read_lead(conn, oli_id=oli_id)
+    row = queries.read_lead(conn, oli_id=oli_id, before=before or 2 ** 63 - 1, max_rows=limit, page_rows=limit + 1)
     if row is None:
         raise UnknownLead(oli_id)
     fallback_minutes = None if row["callback_agent_id"] is None else queries.fallback_minutes(conn)
-    calls = list(queries.lead_calls(conn, lead_id=row["id"], before=before or 2 ** 63 - 1, max_rows=limit + 1))
-    more = len(calls) > limit
-    calls = calls[:limit]
     owner = row["callback_agent_id"]
     fallback_at = None
     if owner is not None and row["callback_scheduled_at"] is not None and fallback_minutes is not None:
@@ -261,5 +247,4 @@ def read_lead(conn, oli_id, before, limit, tz):
         "call_zones": row["call_zones"].split(";") if row["call_zones"] else [],
         "callback_agent_id": owner, "callback_fallback_at": wall_text(fallback_at),
     }
-    return {"lead": lead, "calls": [call_view(call) for call in calls],
-            "next": str(calls[-1]["id"]) if more else None}
+    return {"lead": lead, "calls_json": row["calls"] or "[]", "next": row["last_id"] if row["more"] else None}

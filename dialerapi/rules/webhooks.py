@@ -4,7 +4,7 @@ what order, when it is retried, when it is given up and when an endpoint is fail
 Each event of the feed (rules.lead_events) that an enabled endpoint takes becomes one delivery
 row (`fan_out`). A lead's events reach an endpoint in feed order: a delivery is `ready` only
 when no earlier one of the same lead and endpoint is undelivered, else `queued`, and the next one
-becomes ready when the one before it is delivered or given up (`record_attempt`). Other leads'
+becomes ready when the one before it is delivered or given up (`record_attempts`). Other leads'
 events go on meanwhile. A 2xx delivers; 410 Gone disables the endpoint; anything else (another
 status, a timeout, a refused connection) is retried with exponential backoff and jitter until
 WEBHOOK_RETRY_HOURS after the event was fanned out, then given up (`failed`), and the endpoint is
@@ -14,6 +14,7 @@ Functions take the connection first and never commit. Times are naive UTC dateti
 """
 
 import base64
+import collections
 import random
 import secrets
 from datetime import timedelta
@@ -181,7 +182,7 @@ def take_due(conn, now, free, hold_seconds):
     for item in taken:
         event = events.get(item["delivery"]["event_id"])
         if event is None:  # pruned before it could be sent
-            _finish(conn, item["delivery"], now, delivered=False)
+            _finish(conn, {DELIVERED: [], FAILED: [item["delivery"]]}, now)
             continue
         ready.append({**item, "event": event})
     return ready
@@ -202,43 +203,70 @@ def result_of(status, error):
     return "error" if status is None else "failed_status"
 
 
-def record_attempt(conn, delivery_id, attempt, now, retry_hours):
-    """Store what one HTTP attempt of a delivery got and decide what follows.
+def record_attempts(conn, finished, now, retry_hours):
+    """Store what a round's HTTP attempts got and decide what follows each, in a few statements.
 
-    `attempt`: {status (int or None), latency_ms, error (text or None), response_head (text)}.
-    Returns the result (result_of). A delivery already finished (another sender's duplicate) only
-    gets the log line.
+    `finished`: [(delivery id, {status (int or None), latency_ms, error (text or None),
+    response_head (text)})]. A 2xx delivers and makes the lead's next event for the endpoint due;
+    410 disables the endpoint (the delivery waits); anything else is retried after
+    backoff_seconds, or given up once `retry_hours` have passed since the delivery was made (the
+    lead's next event becomes due and the endpoint is marked failing). A delivery already finished
+    (another sender's duplicate) only gets its log line. Returns {delivery id: result_of}.
     """
-    delivery = queries.lock_delivery(conn, id=delivery_id)
-    if delivery is None:
-        return None
-    result = result_of(attempt["status"], attempt["error"])
-    queries.insert_attempt(conn, delivery_id=delivery_id, endpoint_id=delivery["endpoint_id"],
-                           event_id=delivery["event_id"], attempted_at=now, **attempt)
-    queries.change_counter(conn, name=f"webhook:{delivery['endpoint_id']}:{result}", delta=1)
-    if delivery["state"] != READY:
-        return result
-    if result == "delivered":
-        _finish(conn, delivery, now, delivered=True)
-        queries.clear_failing(conn, id=delivery["endpoint_id"])
-    elif result == "gone":
-        queries.set_endpoint_enabled(conn, id=delivery["endpoint_id"], enabled=0, reason="gone (410)")
-        queries.schedule_retry(conn, id=delivery_id, next_attempt_at=now)
-    elif now - delivery["created_at"] >= timedelta(hours=retry_hours):
-        _finish(conn, delivery, now, delivered=False)
-        queries.set_failing(conn, id=delivery["endpoint_id"], since=now)
-    else:
-        queries.schedule_retry(conn, id=delivery_id,
-                               next_attempt_at=now + timedelta(seconds=backoff_seconds(delivery["attempts"] + 1)))
-    return result
+    deliveries = {row["id"]: row for row in queries.lock_deliveries(conn, ids=sorted({d for d, _ in finished}))}
+    logs, counts, results = [], collections.Counter(), {}
+    done, retries, gone, cleared, failing = {DELIVERED: [], FAILED: []}, [], set(), set(), set()
+    for delivery_id, attempt in finished:
+        delivery = deliveries.get(delivery_id)
+        if delivery is None:
+            continue
+        result = results[delivery_id] = result_of(attempt["status"], attempt["error"])
+        logs.append((delivery_id, delivery["endpoint_id"], delivery["event_id"], now, attempt["status"],
+                     attempt["latency_ms"], attempt["error"], attempt["response_head"]))
+        counts[f"webhook:{delivery['endpoint_id']}:{result}"] += 1
+        if delivery["state"] != READY:
+            continue
+        if result == "delivered":
+            done[DELIVERED].append(delivery)
+            cleared.add(delivery["endpoint_id"])
+        elif result == "gone":
+            gone.add(delivery["endpoint_id"])
+            retries.append((now, delivery_id))
+        elif now - delivery["created_at"] >= timedelta(hours=retry_hours):
+            done[FAILED].append(delivery)
+            failing.add(delivery["endpoint_id"])
+        else:
+            retries.append((now + timedelta(seconds=backoff_seconds(delivery["attempts"] + 1)), delivery_id))
+    if logs:
+        queries.insert_attempts(conn, logs)
+    for name, delta in sorted(counts.items()):
+        queries.change_counter(conn, name=name, delta=delta)
+    if retries:
+        queries.schedule_retries(conn, retries)
+    _finish(conn, done, now)
+    for endpoint_id in sorted(cleared - failing):
+        queries.clear_failing(conn, id=endpoint_id)
+    for endpoint_id in sorted(failing):
+        queries.set_failing(conn, id=endpoint_id, since=now)
+    for endpoint_id in sorted(gone):
+        queries.set_endpoint_enabled(conn, id=endpoint_id, enabled=0, reason="gone (410)")
+    return results
 
 
-def _finish(conn, delivery, now, delivered):
-    if delivered:
-        queries.mark_delivered(conn, id=delivery["id"], at=now)
-    else:
-        queries.mark_failed(conn, id=delivery["id"])
-    queries.promote_next(conn, endpoint_id=delivery["endpoint_id"], lead_id=delivery["lead_id"], now=now)
+def _finish(conn, done, now):
+    """Mark deliveries delivered or failed ({state: [delivery rows]}) and make each one's lead's next
+    queued event for its endpoint due."""
+    if done[DELIVERED]:
+        queries.mark_delivered(conn, ids=[d["id"] for d in done[DELIVERED]], at=now)
+    if done[FAILED]:
+        queries.mark_failed(conn, ids=[d["id"] for d in done[FAILED]])
+    leads = collections.defaultdict(set)
+    for delivery in done[DELIVERED] + done[FAILED]:
+        leads[delivery["endpoint_id"]].add(delivery["lead_id"])
+    for endpoint_id, lead_ids in sorted(leads.items()):
+        heads = [row["id"] for row in queries.queued_heads(conn, endpoint_id=endpoint_id, lead_ids=sorted(lead_ids))]
+        if heads:
+            queries.make_ready(conn, ids=heads, now=now)
 
 
 def replay(conn, endpoint_id, since, now, after_seq=0, max_rows=FAN_OUT_BATCH):
@@ -299,11 +327,13 @@ def take_lease(conn, name, by, now, lease_seconds):
         except pymysql.err.IntegrityError:
             raise Conflict(f"the lease {name} was taken first by another process") from None
         return True
-    if row["run_by"] != by and row["lease_until"] is not None:
-        left = (row["lease_until"] - now).total_seconds()
-        if 0 < left <= 2 * lease_seconds:
-            return False
-    queries.renew_lease(conn, **lease)
+    left = None if row["lease_until"] is None else (row["lease_until"] - now).total_seconds()
+    if row["run_by"] != by and left is not None and 0 < left <= 2 * lease_seconds:
+        return False
+    # The holder writes the row when a third of its lease is gone, not every round: on Galera each
+    # write is replicated to every node.
+    if row["run_by"] != by or left is None or not 2 * lease_seconds / 3 < left <= lease_seconds:
+        queries.renew_lease(conn, **lease)
     return True
 
 

@@ -206,4 +206,3 @@ def init_app(app):
     )
     if not scheduler.running:
         scheduler.start()
-    webhooks.start(app)

@@ -1,17 +1,19 @@
 """The webhook dispatcher (issue #48): one process of the whole floor at a time sequences the lead
 events, fans them out to the endpoints and sends them, off every request path.
 
-Every process with jobs (JOBS_ENABLED) runs a `Dispatcher` thread; the one holding the lease
-`webhooks` in dialerapi_job_runs (LEASE_SECONDS, renewed each round) works, the others try again
-every LEASE_RETRY_SECONDS, so a killed holder is replaced within LEASE_SECONDS + LEASE_RETRY_SECONDS
-(under 30 s). Each round, in short transactions of its own: sequence new events
-(lead_events.sequence), fan them out (webhooks.fan_out), take the due deliveries up to the free
-sending places (at most PER_ENDPOINT in flight per endpoint, SENDERS in all), held from any other
-sender for HOLD_SECONDS, longer than an attempt can take. A pool of SENDERS threads POSTs them
-(plumbing.webhook_http, 10 s timeout, no transaction open) and each result is stored by the
-dispatcher thread in its own transaction (webhooks.record_attempt). So a dead, slow or hostile
-endpoint costs at most its PER_ENDPOINT sending places and HEAD_BYTES of memory per attempt, and
-never a push, a claim or a settle.
+Each host runs one `Dispatcher` in a process of its own (`dialerapi webhooks dispatch`, which the
+HTTP pool's gunicorn master starts when JOBS_ENABLED: deploy/gunicorn.conf.py), never in a worker
+that serves requests. The one holding the lease `webhooks` in dialerapi_job_runs (LEASE_SECONDS,
+renewed when a third of it is gone) works, the others try again every LEASE_RETRY_SECONDS, so a
+killed holder is replaced within LEASE_SECONDS + LEASE_RETRY_SECONDS (under 30 s). A round (the
+next one as soon as a send ends, or IDLE_SECONDS after an idle one): one transaction sequences new events (lead_events.sequence), fans them
+out (webhooks.fan_out) and takes the due deliveries up to the free sending places (at most
+PER_ENDPOINT in flight per endpoint, SENDERS in all), held from any other sender for HOLD_SECONDS,
+longer than an attempt can take. A pool of SENDERS threads POSTs them (plumbing.webhook_http, 10
+s timeout, no transaction open) and the round after stores every finished attempt in one
+transaction (webhooks.record_attempts). So a dead, slow or hostile endpoint costs at most its
+PER_ENDPOINT sending places and HEAD_BYTES of memory per attempt, and never a push, a claim or a
+settle.
 
 A host killed mid-send leaves its deliveries `ready`: the next holder sends them again when their
 hold ends (at least once; the receiver sees the same `webhook-id`).
@@ -21,7 +23,7 @@ import logging
 import os
 import queue
 import socket
-import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -38,7 +40,9 @@ LEASE_RETRY_SECONDS = 5
 HOLD_SECONDS = TIMEOUT_SECONDS + 20
 SENDERS = 32
 PER_ENDPOINT = 16
-IDLE_SECONDS = 0.1
+# A busy round waits at most this long for a send to end before the next; an idle one IDLE_SECONDS.
+ROUND_SECONDS = 0.2
+IDLE_SECONDS = 0.2
 
 
 def utc_now():
@@ -62,6 +66,7 @@ class Dispatcher:
         self.in_flight = {}  # delivery id -> endpoint id
         self.results = queue.Queue()
         self.holding = False
+        self.renew_at = 0.0  # monotonic: when the lease next needs writing
 
     def run(self, stop):
         """Work while holding the lease until `stop` (a threading.Event) is set."""
@@ -73,6 +78,10 @@ class Dispatcher:
                 busy = False
             if not self.holding:
                 stop.wait(LEASE_RETRY_SECONDS)
+                continue
+            if busy and self.in_flight:
+                # The next round as soon as a send ends: every round sends what its free places allow.
+                self.wait_results(ROUND_SECONDS)
             elif not busy:
                 self.wait_results(IDLE_SECONDS)
         self.close()
@@ -91,25 +100,29 @@ class Dispatcher:
             db = get_db()
             done = self.record_results(db)
             now = utc_now()
-            self.holding = db.run(webhooks.take_lease, LEASE_NAME, self.by, now, LEASE_SECONDS)
+            if not self.holding or time.monotonic() >= self.renew_at:
+                self.holding = db.run(webhooks.take_lease, LEASE_NAME, self.by, now, LEASE_SECONDS)
+                # Written again when a third of it is gone, well before another host may take it.
+                self.renew_at = time.monotonic() + LEASE_SECONDS / 3
             if not self.holding:
                 return done > 0
-            sequenced = db.run(lead_events.sequence)
-            fanned = db.run(webhooks.fan_out, now)
-            sent = self.send_due(db, now)
-            return bool(done or sequenced or fanned or sent)
+            round_work = db.run(prepare_round, now, self.free_places(), HOLD_SECONDS)
+            sent = self.send(round_work["due"], now)
+            return bool(done or round_work["sequenced"] or round_work["fanned"] or sent)
 
-    def send_due(self, db, now):
+    def free_places(self):
+        """{endpoint id: sending places free}, and None: the places of an endpoint with none in flight."""
         busy = {}
         for endpoint_id in self.in_flight.values():
             busy[endpoint_id] = busy.get(endpoint_id, 0) + 1
-        room = self.senders - len(self.in_flight)
-        if room <= 0:
-            return 0
+        room = max(0, self.senders - len(self.in_flight))
         free = {endpoint_id: min(room, self.per_endpoint - n) for endpoint_id, n in busy.items()}
         free[None] = min(room, self.per_endpoint)
-        due = [item for item in db.run(webhooks.take_due, now, free, HOLD_SECONDS)
-               if item["delivery"]["id"] not in self.in_flight][:room]
+        return free
+
+    def send(self, taken, now):
+        room = self.senders - len(self.in_flight)
+        due = [item for item in taken if item["delivery"]["id"] not in self.in_flight][:max(0, room)]
         for item in due:
             delivery, endpoint = item["delivery"], item["endpoint"]
             self.in_flight[delivery["id"]] = endpoint["id"]
@@ -136,7 +149,7 @@ class Dispatcher:
             except queue.Empty:
                 break
         if finished:
-            db.run(record_attempts, finished, utc_now(), self.app.config["WEBHOOK_RETRY_HOURS"])
+            db.run(webhooks.record_attempts, finished, utc_now(), self.app.config["WEBHOOK_RETRY_HOURS"])
             for delivery_id, _ in finished:
                 self.in_flight.pop(delivery_id, None)
         return len(finished)
@@ -151,23 +164,15 @@ class Dispatcher:
         self.sender.close()
 
 
-def record_attempts(conn, finished, now, retry_hours):
-    """webhooks.record_attempt for each (delivery id, attempt) of `finished`, in the caller's transaction."""
-    for delivery_id, attempt in finished:
-        webhooks.record_attempt(conn, delivery_id, attempt, now, retry_hours)
+def prepare_round(conn, now, free, hold_seconds):
+    """A round's database work in one transaction: sequence the new events, fan them out, take the
+    due deliveries (webhooks.take_due). Returns {"sequenced", "fanned", "due"}."""
+    sequenced = lead_events.sequence(conn)
+    fanned = webhooks.fan_out(conn, now)
+    return {"sequenced": sequenced, "fanned": fanned, "due": webhooks.take_due(conn, now, free, hold_seconds)}
 
 
 def retention_cutoff(app):
     """Naive UTC before which lead events and the delivery log are pruned (LEAD_EVENTS_RETENTION_DAYS)."""
     return utc_now() - timedelta(days=app.config["LEAD_EVENTS_RETENTION_DAYS"])
 
-
-_stop = threading.Event()
-
-
-def start(app):
-    """Start this process's dispatcher thread (a daemon: it ends with the process)."""
-    dispatcher = Dispatcher(app)
-    thread = threading.Thread(target=dispatcher.run, args=(_stop,), name="webhook-dispatcher", daemon=True)
-    thread.start()
-    return thread

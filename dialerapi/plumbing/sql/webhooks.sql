@@ -26,6 +26,7 @@ WHERE id = :id;
 UPDATE dialerapi_webhook_endpoints SET fanned_seq = :fanned_seq WHERE id = :id;
 
 -- name: set_failing(id, since)!
+-- failing_since: the first give-up since the endpoint's last 2xx.
 UPDATE dialerapi_webhook_endpoints SET failing_since = COALESCE(failing_since, :since) WHERE id = :id;
 
 -- name: clear_failing(id)!
@@ -56,28 +57,32 @@ ORDER BY d.next_attempt_at, d.id LIMIT :max_rows;
 -- Taken for sending: no other host sends them before `until` (longer than one attempt can take).
 UPDATE dialerapi_webhook_deliveries SET next_attempt_at = :until WHERE id IN :ids;
 
--- name: lock_delivery(id)^
-SELECT * FROM dialerapi_webhook_deliveries WHERE id = :id FOR UPDATE;
+-- name: lock_deliveries(ids)
+SELECT * FROM dialerapi_webhook_deliveries WHERE id IN :ids ORDER BY id FOR UPDATE;
 
--- name: mark_delivered(id, at)!
+-- name: mark_delivered(ids, at)!
 UPDATE dialerapi_webhook_deliveries SET state = 'delivered', delivered_at = :at, attempts = attempts + 1
-WHERE id = :id;
+WHERE id IN :ids;
 
--- name: schedule_retry(id, next_attempt_at)!
-UPDATE dialerapi_webhook_deliveries SET attempts = attempts + 1, next_attempt_at = :next_attempt_at WHERE id = :id;
+-- name: schedule_retries*!
+-- Each (next_attempt_at, id).
+UPDATE dialerapi_webhook_deliveries SET attempts = attempts + 1, next_attempt_at = %s WHERE id = %s;
 
--- name: mark_failed(id)!
-UPDATE dialerapi_webhook_deliveries SET state = 'failed', attempts = attempts + 1 WHERE id = :id;
+-- name: mark_failed(ids)!
+UPDATE dialerapi_webhook_deliveries SET state = 'failed', attempts = attempts + 1 WHERE id IN :ids;
 
--- name: promote_next(endpoint_id, lead_id, now)!
--- The lead's next event for the endpoint becomes due, now that the one before it is done.
-UPDATE dialerapi_webhook_deliveries SET state = 'ready', next_attempt_at = :now
-WHERE endpoint_id = :endpoint_id AND lead_id = :lead_id AND state = 'queued' ORDER BY id LIMIT 1;
+-- name: queued_heads(endpoint_id, lead_ids)
+-- Each lead's next event for the endpoint, now that the one before it is done (ix_webhook_deliveries_lead).
+SELECT MIN(id) AS id FROM dialerapi_webhook_deliveries
+WHERE endpoint_id = :endpoint_id AND lead_id IN :lead_ids AND state = 'queued' GROUP BY lead_id;
 
--- name: insert_attempt(delivery_id, endpoint_id, event_id, attempted_at, status, latency_ms, error, response_head)!
+-- name: make_ready(ids, now)!
+UPDATE dialerapi_webhook_deliveries SET state = 'ready', next_attempt_at = :now WHERE id IN :ids;
+
+-- name: insert_attempts*!
 INSERT INTO dialerapi_webhook_attempts
   (delivery_id, endpoint_id, event_id, attempted_at, status, latency_ms, error, response_head)
-VALUES (:delivery_id, :endpoint_id, :event_id, :attempted_at, :status, :latency_ms, :error, :response_head);
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s);
 
 -- name: attempts_log(endpoint_id, max_rows)
 SELECT a.*, e.type FROM dialerapi_webhook_attempts AS a
