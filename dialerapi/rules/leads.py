@@ -22,6 +22,9 @@ from dialerapi.rules.events import notify
 RESET_COLUMNS = ("dial_status", "disposeRemark", "last_dial_result", "hangup_by", "hangup_cause", "last_attempt_at",
                  "first_attempt_at", "next_retry_at", "callback_scheduled_at", "call_count", "isReserved")
 
+# Where a row tuple holds the lead's phone facts (compliance.lead_facts): after its six own values.
+E164_AT, LISTED_AT = 6, 7
+
 INSERTED = "inserted"
 UPDATED = "updated"
 SKIPPED_IN_FLIGHT = "skipped_in_flight"
@@ -95,9 +98,9 @@ def push_leads(conn, leads, now, tz, config):
         notify(conn, [existing[oli_id]["callback_agent_id"] for oli_id in rows
                       if oli_id in existing and existing[oli_id]["callback_agent_id"]], now)
         newly_listed = sorted(oli_id for oli_id, row in rows.items()
-                              if row[7] and not (oli_id in existing and existing[oli_id]["do_not_call"]))
+                              if row[LISTED_AT] and not (oli_id in existing and existing[oli_id]["do_not_call"]))
         if newly_listed:
-            lead_events.listed(conn, [{**lead, "phone_e164": rows[lead["oli_id"]][6]} for lead in
+            lead_events.listed(conn, [{**lead, "phone_e164": rows[lead["oli_id"]][E164_AT]} for lead in
                                       queries.leads_by_oli_ids(conn, oli_ids=newly_listed)], now, "push")
     return results
 

@@ -141,12 +141,16 @@ def _queue(conn, endpoint_id, events, now):
     return len(rows)
 
 
-def fan_out(conn, now, max_rows=FAN_OUT_BATCH):
-    """Give every endpoint the feed's new events it takes (a disabled one passes over them).
-    Returns how many deliveries were made. Locks the endpoint rows, so two hosts never fan out the
-    same events (on Galera one of two at once conflicts and runs again)."""
+def lock_endpoints(conn):
+    """Every endpoint row, locked: two hosts never fan out the same events (on Galera one of two at
+    once conflicts and runs again)."""
+    return list(queries.lock_endpoints(conn))
+
+
+def fan_out(conn, now, endpoints, max_rows=FAN_OUT_BATCH):
+    """Give every endpoint of `endpoints` (lock_endpoints) the feed's new events it takes (a disabled
+    one passes over them). Returns how many deliveries were made."""
     made = 0
-    endpoints = list(queries.lock_endpoints(conn))
     if not endpoints:
         return 0
     start = min(e["fanned_seq"] for e in endpoints)
@@ -163,12 +167,13 @@ def fan_out(conn, now, max_rows=FAN_OUT_BATCH):
     return made
 
 
-def take_due(conn, now, free, hold_seconds):
-    """The ready deliveries due at `now` of the enabled endpoints, at most `free[endpoint_id]` each
-    (the sender's free places; an endpoint not in `free` gets the default `free[None]`), held from
-    other senders for `hold_seconds`. Returns [{"delivery": row, "endpoint": row, "event": row}]."""
+def take_due(conn, now, endpoints, free, hold_seconds):
+    """The ready deliveries due at `now` of the enabled ones of `endpoints` (their rows), at most
+    `free[endpoint_id]` each (the sender's free places; an endpoint not in `free` gets the default
+    `free[None]`), held from other senders for `hold_seconds`. Returns [{"delivery": row,
+    "endpoint": row, "event": row}]."""
     taken = []
-    for endpoint in queries.endpoints(conn):
+    for endpoint in endpoints:
         room = free.get(endpoint["id"], free.get(None, 0))
         if not endpoint["enabled"] or room <= 0:
             continue
@@ -297,12 +302,11 @@ def endpoint_report(conn, now):
         _, endpoint_id, result = row["name"].split(":")
         counts.setdefault(int(endpoint_id), {})[result] = int(row["value"])
     report = []
+    unsequenced = queries.first_unsequenced(conn)
     for endpoint in queries.endpoints(conn):
         oldest = [moment for moment in (queries.oldest_waiting(conn, endpoint_id=endpoint["id"]),
-                                        queries.oldest_unfanned(conn, after=endpoint["fanned_seq"]))
-                  if moment is not None and str(moment) < "9999"]
-        if not endpoint["enabled"]:
-            oldest = []
+                                        queries.first_unfanned(conn, after=endpoint["fanned_seq"]), unsequenced)
+                  if moment is not None and endpoint["enabled"]]
         report.append({
             "id": endpoint["id"], "url": endpoint["url"], "event_types": endpoint["event_types"],
             "enabled": bool(endpoint["enabled"]), "disabled_reason": endpoint["disabled_reason"],

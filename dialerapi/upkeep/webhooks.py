@@ -168,8 +168,10 @@ def prepare_round(conn, now, free, hold_seconds):
     """A round's database work in one transaction: sequence the new events, fan them out, take the
     due deliveries (webhooks.take_due). Returns {"sequenced", "fanned", "due"}."""
     sequenced = lead_events.sequence(conn)
-    fanned = webhooks.fan_out(conn, now)
-    return {"sequenced": sequenced, "fanned": fanned, "due": webhooks.take_due(conn, now, free, hold_seconds)}
+    endpoints = webhooks.lock_endpoints(conn)
+    fanned = webhooks.fan_out(conn, now, endpoints)
+    return {"sequenced": sequenced, "fanned": fanned,
+            "due": webhooks.take_due(conn, now, endpoints, free, hold_seconds)}
 
 
 def retention_cutoff(app):

@@ -95,11 +95,13 @@ SELECT MIN(e.occurred_at_utc) FROM dialerapi_webhook_deliveries AS d
 JOIN dialerapi_lead_events AS e ON e.id = d.event_id
 WHERE d.endpoint_id = :endpoint_id AND d.state IN ('queued', 'ready');
 
--- name: oldest_unfanned(after)$
--- The oldest event not yet given to an endpoint whose feed position is `after` (unsequenced ones included).
-SELECT LEAST(
-  COALESCE((SELECT occurred_at_utc FROM dialerapi_lead_events WHERE seq > :after ORDER BY seq LIMIT 1), '9999-12-31'),
-  COALESCE((SELECT occurred_at_utc FROM dialerapi_lead_events WHERE seq IS NULL ORDER BY id LIMIT 1), '9999-12-31'));
+-- name: first_unfanned(after)$
+-- The moment of the oldest event past an endpoint's feed position `after` (not given to it yet).
+SELECT occurred_at_utc FROM dialerapi_lead_events WHERE seq > :after ORDER BY seq LIMIT 1;
+
+-- name: first_unsequenced()$
+-- The moment of the oldest event with no feed place yet (no endpoint has it).
+SELECT occurred_at_utc FROM dialerapi_lead_events WHERE seq IS NULL ORDER BY id LIMIT 1;
 
 -- name: counters_like(pattern)
 SELECT name, value FROM dialerapi_counters WHERE name LIKE :pattern;
