@@ -424,7 +424,8 @@ def test_the_operator_commands(receiver, database_url, settle, dispatcher, sql, 
 def test_the_results_through_gunicorn_and_nginx(database_url, tmp_path, receiver, new_lead, make_live, sql):
     """The shipped serving: nginx in front of gunicorn with jobs on. The CRM reads the lead (an oli_id
     with a slash, sent as %2F) and the feed through nginx, and the host's dispatcher delivers the
-    settle's event to the receiver."""
+    settle's event to the receiver, from a process whose every thread is SCHED_IDLE, so a woken request
+    worker takes the core from it at once."""
     hook = receiver()
     new_lead("CRM/7")
     make_live("CRM/7")
@@ -446,6 +447,9 @@ def test_the_results_through_gunicorn_and_nginx(database_url, tmp_path, receiver
                                                                               lead["calls"][0]["id"])
         delivered = hook.arrived.get(timeout=dispatch.LEASE_RETRY_SECONDS + 30)
         assert delivered["event"] == event and delivered["headers"]["webhook-id"] == event["id"]
+        holder = int(sql.one("SELECT run_by FROM dialerapi_job_runs WHERE name = 'webhooks'")["run_by"].rsplit(":", 1)[1])
+        threads = [int(task) for task in os.listdir(f"/proc/{holder}/task")]
+        assert len(threads) > 1 and {os.sched_getscheduler(task) for task in threads} == {os.SCHED_IDLE}
     finally:
         nginx.stop()
         server.stop()
