@@ -6,8 +6,8 @@ HTTP pool's gunicorn master starts when JOBS_ENABLED: deploy/gunicorn.conf.py), 
 that serves requests. The one holding the lease `webhooks` in dialerapi_job_runs (LEASE_SECONDS,
 renewed when a third of it is gone) works, the others try again every LEASE_RETRY_SECONDS, so a
 killed holder is replaced within LEASE_SECONDS + LEASE_RETRY_SECONDS (under 30 s). A round (every
-GATHER_SECONDS, sooner when GATHER_SENDS sends have finished): one transaction sequences new events (lead_events.sequence), fans them
-out (webhooks.fan_out) and takes the due deliveries up to the free sending places (at most
+GATHER_SECONDS, sooner when GATHER_SENDS sends have finished): one transaction sequences new
+events (lead_events.sequence), fans them out (webhooks.fan_out) and takes the due deliveries up to the free sending places (at most
 PER_ENDPOINT in flight per endpoint, SENDERS in all), held from any other sender for HOLD_SECONDS,
 longer than an attempt can take. A pool of SENDERS threads POSTs them (plumbing.webhook_http, 10
 s timeout, no transaction open) and the round after stores every finished attempt in one
@@ -42,9 +42,9 @@ SENDERS = 64
 PER_ENDPOINT = 32
 # After a round the dispatcher gathers finished sends for GATHER_SECONDS, or until GATHER_SENDS have
 # finished (a busy endpoint), before the next: the events and results of that time go through one
-# round's two transactions, not a round each. Rounds 50 ms apart cost settle p99 1.16x with a
-# healthy endpoint taking 100 events a second, this 1.00x: the rounds' statements take the
-# database's turns (docs/performance.md). An event waits at most GATHER_SECONDS for its first send.
+# round's two transactions, not a round each: the dispatcher's CPU, even at SCHED_IDLE, moves the
+# settles' p99 on shared cores (rounds 50 ms apart: settle two-over-none 1.16x; these: 0.95x,
+# docs/performance.md). An event waits at most GATHER_SECONDS for its first send.
 GATHER_SECONDS = 0.2
 GATHER_SENDS = PER_ENDPOINT // 2
 
