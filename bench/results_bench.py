@@ -170,11 +170,11 @@ def measure_reads(url):
             for mode, sides in figures.items()}
 
 
-def previous_release():
-    """A worktree of PREVIOUS beside the checkout (made once); its path."""
-    path = Path(tempfile.gettempdir()) / f"dialerapi-release-{PREVIOUS}"
+def previous_release(ref=PREVIOUS):
+    """A worktree of the release `ref` (PREVIOUS by default) beside the checkout (made once); its path."""
+    path = Path(tempfile.gettempdir()) / f"dialerapi-release-{ref}"
     if not path.exists():
-        subprocess.run(["git", "worktree", "add", "--detach", str(path), PREVIOUS], cwd=ROOT, check=True,
+        subprocess.run(["git", "worktree", "add", "--detach", str(path), ref], cwd=ROOT, check=True,
                        capture_output=True)
     return path
 

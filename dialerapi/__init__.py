@@ -7,7 +7,7 @@ The package's folders are its layers, and imports point down (docs/architecture.
 tests/test_layers.py holds them with import-linter):
 
     dialerapi (this app factory), cli, simulate, openapi   wire everything together
-    sides/{crm,engine,agent,monitor}                        one caller's HTTP (and socket) surface each;
+    sides/{crm,engine,agent,monitor,supervisor}             one caller's HTTP (and socket) surface each;
                                                             a side never imports another side
     web                                                     what every side's HTTP shares: callers and keys,
                                                             agent tokens, errors, request bodies, shared fields
@@ -32,6 +32,7 @@ from dialerapi.sides.agent.socket import SERVER_OPTIONS, EventHub, decline_compr
 from dialerapi.sides.crm import routes as crm_routes
 from dialerapi.sides.engine import routes as engine_routes
 from dialerapi.sides.monitor import routes as monitor_routes
+from dialerapi.sides.supervisor import routes as supervisor_routes
 from dialerapi.upkeep import jobs, observability
 from dialerapi.upkeep.health import HealthState, recent_logs
 from dialerapi.web import auth, errors
@@ -71,6 +72,7 @@ def create_app(config=None):
     app.before_request(auth.require_key)
     limiter.init_app(app)
     for blueprint in (*crm_routes.blueprints, *agent_routes.blueprints, *monitor_routes.blueprints,
+                      *supervisor_routes.blueprints,
                       docs_routes.docs_bp, *engine_routes.blueprints):
         app.register_blueprint(blueprint)
     app.register_blueprint(get_swaggerui_blueprint("/docs", "/openapi.json", {"app_name": "dialerapi"}),

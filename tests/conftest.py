@@ -28,6 +28,9 @@ import pymysql
 import pytest
 import requests
 from pymysql.constants import CLIENT
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
 
 import faketime
 from dialerapi.plumbing import clock, config as settings, migrate
@@ -39,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-1234567890-abcdef"
 ENGINE_SECRET = "test-engine-secret-0987654321"
 MONITOR_SECRET = "test-monitor-secret-5555555555"
+SUPERVISOR_SECRET = "test-supervisor-secret-4949494949"
 # The zone the apps under test run in: DB_TIMEZONE from the environment or .env, as create_app reads it.
 TZ = settings.load({"DATABASE_URL": "mysql://tests@127.0.0.1/unused", "WS_SECRET": SECRET})["DB_TIMEZONE"]
 # "Now" for every test that does not set its own: a Saturday mid-morning, inside the work window.
@@ -49,6 +53,7 @@ DATA_TABLES = (
     "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox", "dialerapi_engine_replies",
     "dialerapi_socket_hosts", "dialerapi_dnc", "dialerapi_call_zones", "dialerapi_counters", "dialerapi_abandon_counts",
     "dialerapi_lead_events", "dialerapi_webhook_endpoints", "dialerapi_webhook_deliveries", "dialerapi_webhook_attempts",
+    "dialerapi_agent_states", "dialerapi_agent_days",
 )
 
 
@@ -247,7 +252,8 @@ def sql(sql_session):
 
 def make_app(database_url, **overrides):
     config = {"DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET,
-              "MONITOR_SECRET": MONITOR_SECRET, "JOBS_ENABLED": False, "TESTING": True}
+              "MONITOR_SECRET": MONITOR_SECRET, "SUPERVISOR_SECRET": SUPERVISOR_SECRET, "JOBS_ENABLED": False,
+              "TESTING": True}
     config.update(overrides)
     return create_app(config)
 
@@ -346,7 +352,8 @@ def start_gunicorn(database_url, log, workers=2, now=DEFAULT_NOW, pool="http", p
     port = port or free_port()
     env = faketime.environment({
         **os.environ, "DATABASE_URL": database_url, "WS_SECRET": SECRET, "ENGINE_SECRET": ENGINE_SECRET,
-        "MONITOR_SECRET": MONITOR_SECRET, "JOBS_ENABLED": "false", "GUNICORN_POOL": pool,
+        "MONITOR_SECRET": MONITOR_SECRET, "SUPERVISOR_SECRET": SUPERVISOR_SECRET, "JOBS_ENABLED": "false",
+        "GUNICORN_POOL": pool,
         "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers), **settings,
     }, at=aware(now))
     if release is not None:
@@ -580,3 +587,31 @@ def own_mariadb():
     yield url, devdb
     devdb("stop")
     shutil.rmtree(directory, ignore_errors=True)
+
+
+def start_chromium(profile_dir):
+    """Headless Chromium (Debian's chromium and chromium-driver, installed when missing) on the real
+    clock, with its profile in `profile_dir`: the browser is not the service, and libfaketime is for
+    the service's processes. A Selenium driver; quit() it."""
+    driver_path = ensure_program("chromedriver", "chromium-driver")
+    options = Options()
+    options.binary_location = ensure_program("chromium", "chromium")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={profile_dir}"):
+        options.add_argument(flag)
+    # The console, and the network's events (a request the page itself never makes, as the
+    # favicon's), for driver.get_log.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    service = Service(driver_path, env=faketime.real_clock(os.environ))
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.execute_cdp_cmd("Network.enable", {})
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """start_chromium's browser for a module's tests."""
+    driver = start_chromium(tmp_path_factory.mktemp("chromium"))
+    yield driver
+    driver.quit()

@@ -51,14 +51,18 @@ def endpoint_rows():
 def test_every_public_path_is_in_the_endpoints_table_as_needing_no_key(app):
     """Every path a browser or a probe may open without a key is listed with Auth `no`, so the
     table an operator reads is the one the key check applies (web.auth). /ws checks its own
-    credential in the handshake (sides/agent/socket.py), and its row says which."""
+    credential in the handshake (sides/agent/socket.py), and its row says which; so does /board/ws
+    (sides/supervisor/board.py, issue #49)."""
     public = {rule.rule for rule in app.url_map.iter_rules()
               if getattr(app.view_functions[rule.endpoint], "public", False)}
     listed = set().union(*(paths for paths, auth in endpoint_rows() if auth == "no"))
     # Swagger UI's own assets and the panel's files are under the /docs/ and /panel/ rows.
-    assert {path for path in public if not path.startswith(("/docs/<", "/panel/<")) and path != "/ws"} == listed
+    assert {path for path in public if not path.startswith(("/docs/<", "/panel/<", "/board/<"))
+            and path not in ("/ws", "/board/ws")} == listed
     assert [auth for paths, auth in endpoint_rows() if paths == {"/ws"}] == [
         "the agent's token (`?token=` or a header), or the key in a header"]
+    assert [auth for paths, auth in endpoint_rows() if paths == {"/board/ws"}] == [
+        "a supervisor token (`?token=` or a header), or `SUPERVISOR_SECRET` in a header"]
     keys = (DOCS / "operations" / "keys.md").read_text(encoding="utf-8")
     anyone = next(line for line in keys.splitlines() if line.startswith("| anyone | none |"))
     assert set(re.findall(r"`(/[^`]*)`", anyone)) == listed, "the key table's row of paths open to anyone"
@@ -160,7 +164,6 @@ def test_every_variable_gunicorn_reads_is_documented():
 
 # --- items 2 and 3 in a browser: the built site, and the console of /panel/ ----------------------------------------
 
-from test_panel_browser import browser  # noqa: E402,F401 - headless Chromium, shared with the panel's tests
 
 
 @pytest.fixture(scope="module")

@@ -7,21 +7,16 @@ origin holding a stolen token cannot open the agent's socket."""
 
 import functools
 import http.server
-import os
 import threading
 import time
 from datetime import datetime
 
 import pytest
 import requests
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-import faketime
-from conftest import ENGINE_SECRET, SECRET, ensure_program, mint_token, start_gunicorn, utc_text
+from conftest import ENGINE_SECRET, SECRET, mint_token, start_gunicorn, utc_text
 from wsclient import Client
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
@@ -34,27 +29,6 @@ SPEC_PICKER_CODES = ["bio", "tea", "lunch", "meeting", "training", "backoffice",
 # What an agent's desktop must show within (D9: a change reaches the socket within 2 s), plus page load.
 EVENT_SECONDS = 2
 LOAD_SECONDS = 10
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """Headless Chromium (Debian's chromium and chromium-driver, installed when missing) on the real
-    clock: the browser is not the service, and libfaketime is for the service's processes."""
-    driver_path = ensure_program("chromedriver", "chromium-driver")
-    options = Options()
-    options.binary_location = ensure_program("chromium", "chromium")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
-        options.add_argument(flag)
-    # The console, and the network's events (a request the page itself never makes, as the
-    # favicon's), for driver.get_log.
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    service = Service(driver_path, env=faketime.real_clock(os.environ))
-    driver = webdriver.Chrome(service=service, options=options)
-    driver.execute_cdp_cmd("Network.enable", {})
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from conftest import start_nginx
 from test_limits import redis_url  # noqa: F401 (a fixture)
-from test_panel_browser import browser  # noqa: F401 (a fixture)
 
 
 def test_holds_every_kind_of_server(browser, redis_url, live_server, tmp_path):

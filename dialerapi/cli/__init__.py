@@ -15,6 +15,8 @@
     dialerapi floor          the floor per form_type for a pacing engine (agents, calls, leads due, abandons)
     dialerapi config show|set   the abandon settings (limit, period, minimum answered, connect seconds, enforcement)
     dialerapi report abandons --from DAY --to DAY   the abandon rate's compliance record per day and form_type
+    dialerapi report agents --from DAY --to DAY     the agent time report per agent and day (issue #49)
+    dialerapi report board-token NAME   mint a supervisor token for the board (/board/) and the reports
     dialerapi webhooks add|list|disable|enable|remove|rotate-secret|test|replay|log|dispatch   the CRM's webhooks
     dialerapi simulate       play a campaign on a virtual clock in its own schema; figures with intervals
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)

@@ -14,11 +14,13 @@ from dialerapi.openapi import responses
 from dialerapi.sides.agent import schemas as agent_schemas
 from dialerapi.sides.crm import schemas as crm_schemas
 from dialerapi.sides.engine import schemas as engine_schemas
+from dialerapi.sides.supervisor import schemas as supervisor_schemas
 from dialerapi.web import fields as shared_fields
 
 SECURITY = [{"bearerAuth": []}, {"apiKeyHeader": []}, {"accessKeyHeader": []}]
 AGENT_SECURITY = [{"agentToken": []}]
 MONITOR_SECURITY = [{"monitorBearerAuth": []}]
+SUPERVISOR_SECURITY = [{"supervisorBearerAuth": []}]
 ENGINE_SECURITY = [{"engineBearerAuth": []}, {"engineApiKeyHeader": []}, {"engineAccessKeyHeader": []}]
 JSON = "application/json"
 
@@ -158,6 +160,31 @@ OPERATIONS = {
                                    {"ok": False, "error": "unknown_agent"}),
                       **WRITES, **LIMITED, **COMMON},
     }},
+    "/api/supervisor-tokens": {"post": {
+        "tags": ["supervisors"], "summary": "Mint a short-lived token for a supervisor's board (issue #49)",
+        "description": "The token opens the board's socket (/board/ws?token=..., or /board/#token=... in a browser), "
+                       "GET /api/board and GET /api/reports/agents: reads only.",
+        "requestBody": {"required": True, "content": {JSON: {"schema": "SupervisorTokenRequest",
+                                                           "example": {"name": "Priya (floor 2)"}}}},
+        "responses": {"201": _json("SupervisorTokenResponse", "The token and its expiry"),
+                      **WRITES, **LIMITED, **COMMON},
+    }},
+    "/api/board": {"get": {
+        "tags": ["supervisors"], "summary": "The supervisor board's snapshot: tiles per form_type and every agent",
+        "description": "Issue #49: what /board/ws sends as `board.snapshot`. SUPERVISOR_SECRET or a supervisor token only.",
+        "security": SUPERVISOR_SECURITY,
+        "responses": {"200": _json("BoardResponse", "The floor now"), **LIMITED, **COMMON},
+    }},
+    "/api/reports/agents": {"get": {
+        "tags": ["supervisors"], "summary": "The agent time report per agent and day (issue #49)",
+        "description": "From the agent state history: login (panel open) time and its parts, seconds; login is the "
+                       "sum of free, talk, wrap-up, blocked and pause. At most 92 days.",
+        "security": SECURITY + SUPERVISOR_SECURITY,
+        "parameters": [{"in": "query", "schema": "AgentReportQuery"}],
+        "responses": {"200": _json("AgentReportResponse", "Rows per agent and day, and totals per agent"),
+                      "400": _json("Error", "A missing, malformed, backwards or too long range"),
+                      **LIMITED, **COMMON},
+    }},
     "/api/pause-reasons": {"get": {
         "tags": ["agents"], "summary": "The pause-reason catalog (public)", "security": [],
         "responses": {"200": _json("PauseReasonsResponse", "Picker and system codes"),
@@ -292,6 +319,10 @@ SCHEMAS = {
     "MissedActivitiesResponse": responses.MissedActivitiesResponseSchema,
     "AgentCallbacksResponse": responses.AgentCallbacksResponseSchema,
     "AgentTokenRequest": agent_schemas.AgentTokenRequest, "AgentTokenResponse": responses.AgentTokenResponseSchema, "PauseReasonsResponse": responses.PauseReasonsResponseSchema,
+    "SupervisorTokenRequest": supervisor_schemas.SupervisorTokenRequest,
+    "SupervisorTokenResponse": responses.SupervisorTokenResponseSchema,
+    "BoardResponse": responses.BoardResponseSchema, "AgentReportQuery": supervisor_schemas.AgentReportQuery,
+    "AgentReportResponse": responses.AgentReportResponseSchema,
     "HealthzResponse": responses.HealthzResponseSchema, "HealthResponse": responses.HealthResponseSchema,
     "ProgressiveClaimRequest": engine_schemas.ProgressiveClaimSchema, "PredictiveClaimRequest": engine_schemas.PredictiveClaimSchema,
     "NamedClaimRequest": engine_schemas.NamedClaimSchema, "EngineBridgeRequest": engine_schemas.EngineBridgeSchema,
@@ -331,6 +362,9 @@ def build():
                                                               "description": engine_key})
     spec.components.security_scheme("agentToken", {
         "type": "http", "scheme": "bearer", "description": "An agent's token from POST /api/agent-tokens"})
+    spec.components.security_scheme("supervisorBearerAuth", {
+        "type": "http", "scheme": "bearer",
+        "description": "SUPERVISOR_SECRET or a supervisor token (POST /api/supervisor-tokens), read-only: the board and reports"})
     spec.components.security_scheme("monitorBearerAuth", {
         "type": "http", "scheme": "bearer", "description": "MONITOR_SECRET, read-only: /health, /api/health, /metrics"})
     for name, schema in SCHEMAS.items():

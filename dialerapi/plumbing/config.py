@@ -220,6 +220,11 @@ SETTINGS = {
         "(Operations, Keys and rotation)."),
     "ENGINE_SECRET_PREVIOUS": Setting("", _optional_secret, "The engine key being retired, still accepted."),
     "MONITOR_SECRET_PREVIOUS": Setting("", _optional_secret, "The monitor key being retired, still accepted."),
+    "SUPERVISOR_SECRET": Setting(
+        "", _optional_secret, "The supervisor's read-only key, for a server (a wallboard's host, a BI job): "
+        "the board, its socket and the agent reports, nothing that writes (issue #49). A supervisor's browser "
+        "gets a short-lived supervisor token instead.", "empty (none)"),
+    "SUPERVISOR_SECRET_PREVIOUS": Setting("", _optional_secret, "The supervisor key being retired, still accepted."),
     "AGENT_TOKEN_KEY": Setting(
         "", _optional_secret, "Signs agent tokens (web.agent_tokens). Empty: `WS_SECRET`, and "
         "`WS_SECRET_PREVIOUS` for tokens signed before a rotation.", "`WS_SECRET`"),
@@ -295,6 +300,13 @@ SETTINGS = {
         "24", _positive_int,
         "How long an event is retried to an endpoint that does not answer 2xx, hours, with exponential "
         "backoff and jitter; then it is given up and the endpoint is marked failing."),
+    "AGENT_STATE_RETENTION_DAYS": Setting(
+        "90", _positive_int,
+        "How long the agent state history and its daily roll-ups are kept, days (issue #49): the agent "
+        "time report reaches this far back; the hourly prune deletes older rows."),
+    "BOARD_PAUSE_ALERT_SECONDS": Setting(
+        "900", _positive_int,
+        "The supervisor board highlights a pause longer than this, seconds (issue #49)."),
     "JOBS_ENABLED": Setting(
         "true", _flag, "Background jobs (health checks, sweeps) under gunicorn; the CLI and the tests turn them off."),
 }
@@ -304,7 +316,8 @@ SETTINGS = {
 # No key of one caller may open another's paths.
 CALLER_KEYS = {"crm": ("WS_SECRET", "WS_SECRET_PREVIOUS"),
                "engine": ("ENGINE_SECRET", "ENGINE_SECRET_PREVIOUS"),
-               "monitor": ("MONITOR_SECRET", "MONITOR_SECRET_PREVIOUS")}
+               "monitor": ("MONITOR_SECRET", "MONITOR_SECRET_PREVIOUS"),
+               "supervisor": ("SUPERVISOR_SECRET", "SUPERVISOR_SECRET_PREVIOUS")}
 
 
 def _check_keys_differ(parsed):

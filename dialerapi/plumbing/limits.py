@@ -32,6 +32,10 @@ agent_callbacks = limiter.limit("240 per 60 seconds")
 # shift is a few thousand, from one or a few addresses.
 agent_tokens = limiter.limit("3000 per 60 seconds")
 
+# The supervisor's board snapshot and agent report (issue #49): a few supervisors and a reporting
+# job read them now and then; a report over a month is the dearest read the service answers.
+board_reads = limiter.shared_limit("60 per 60 seconds", scope="board_reads")
+
 
 class TrustedProxyFix:
     """WSGI middleware: werkzeug's ProxyFix (`count` X-Forwarded-For hops) for requests whose socket

@@ -12,7 +12,7 @@ import re
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import abandons, callbacks, catalog, dialstate
+from dialerapi.rules import abandons, agent_states, callbacks, catalog, dialstate
 from dialerapi.rules.dialstate import UnknownAgent  # noqa: F401 - agents.UnknownAgent, where callers look for it
 from dialerapi.rules.events import notify
 
@@ -151,6 +151,7 @@ def refresh_blocking(conn, now, tz, agent_ids=None):
     for row in rows:
         if queries.set_outbound_blocked(conn, agent_id=row["id"], blocked=bool(row["blocked"])):
             changed[row["id"]] = bool(row["blocked"])
+    agent_states.record(conn, changed)
     notify(conn, list(changed), now)
     return changed
 
@@ -208,10 +209,12 @@ def pause(conn, agent_id, code, note=None):
     else:
         note = None
     queries.set_pause(conn, agent_id=agent_id, pause_code=code, reason_note=note)
+    agent_states.record(conn, [agent_id])
     return {"agent_id": agent_id, "code": code, "note": note}
 
 
 def resume(conn, agent_id):
     """Clear an agent's pause code and note. Returns {agent_id}."""
     queries.set_pause(conn, agent_id=agent_id, pause_code=None, reason_note=None)
+    agent_states.record(conn, [agent_id])
     return {"agent_id": agent_id}

@@ -28,7 +28,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries, union_all
-from dialerapi.rules import abandons, callbacks, compliance, dialstate
+from dialerapi.rules import abandons, agent_states, callbacks, compliance, dialstate
 from dialerapi.rules.agents import UnknownAgent, with_lists
 
 # Candidates read per form_type (and call zone) in the first window; each later window is
@@ -385,8 +385,10 @@ def set_availability(conn, agent_id, *, panel_active=None, ami_idle=None, wrapup
     """Record what the panel and the engine know of an agent: panel connected, AMI idle, wrap-up end.
 
     None (the default) leaves panel_active / ami_idle as they are; wrapup_until is written when
-    given (None = not in wrap-up), otherwise kept.
+    given (None = not in wrap-up), otherwise kept. A change is recorded in the agent state history
+    (agent_states.record, issue #49) in the same transaction.
     """
     queries.set_availability(conn, agent_id=agent_id, panel_active=panel_active, ami_idle=ami_idle,
                              set_wrapup=wrapup_until is not KEEP,
                              wrapup_until=None if wrapup_until is KEEP else wrapup_until)
+    agent_states.record(conn, [agent_id])

@@ -27,7 +27,8 @@ def notify(conn, agent_ids, now):
 
 
 class OutboxTail:
-    """One process's reader of dialerapi_outbox: each committed row once, whatever order rows
+    """One process's reader of dialerapi_outbox (or of dialerapi_agent_states: `table` "states"):
+    each committed row once, whatever order rows
     commit in (issue #19). Not thread-safe; one thread polls.
 
     The first poll starts at the newest row. Each poll reads the rows above the highest id seen;
@@ -37,7 +38,10 @@ class OutboxTail:
     """
 
     def __init__(self, window_seconds=OUTBOX_WINDOW_SECONDS, rescan_seconds=OUTBOX_RESCAN_SECONDS,
-                 monotonic=time.monotonic):
+                 monotonic=time.monotonic, table="outbox"):
+        # The same reading serves the agent state history (issue #49): `table` "states".
+        self.after, self.between, self.last_id = (getattr(queries, f"{table}_{name}")
+                                                  for name in ("after", "between", "last_id"))
         self.window_seconds = window_seconds
         self.rescan_seconds = rescan_seconds
         self.monotonic = monotonic
@@ -75,8 +79,8 @@ class OutboxTail:
 
     def _read(self, conn, rescan):
         if self.high is None:
-            return [], queries.outbox_last_id(conn)
-        rows = list(queries.outbox_after(conn, last_id=self.high, max_rows=OUTBOX_MAX_ROWS))
+            return [], self.last_id(conn)
+        rows = list(self.after(conn, last_id=self.high, max_rows=OUTBOX_MAX_ROWS))
         if rescan:
-            rows += queries.outbox_between(conn, after=self.low, upto=self.high)
+            rows += self.between(conn, after=self.low, upto=self.high)
         return rows, None

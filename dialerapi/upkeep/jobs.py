@@ -18,7 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, get_db, queries
-from dialerapi.rules import abandons, actions, agents, compliance, dialstate, engine, lead_events
+from dialerapi.rules import abandons, actions, agent_states, agents, compliance, dialstate, engine, lead_events
 from dialerapi.rules import webhooks as webhook_rules
 from dialerapi.upkeep import health, webhooks
 from dialerapi.upkeep.observability import RESERVATIONS_RELEASED, SWEEPS
@@ -32,6 +32,9 @@ BLOCKING_SECONDS = 10
 # Leads no push worked out the phone facts of (issue #30): a batch every tick until none is left.
 PHONE_FACTS_SECONDS = 10
 PRUNE_SECONDS = 3600
+# Closed days of the agent state history are rolled up for the agent report (issue #49) within this
+# long of midnight.
+ROLL_UP_SECONDS = 600
 # Outbox rows only need to outlive the 0.5 s tailing interval; an hour leaves room to look at them.
 OUTBOX_KEEP = timedelta(hours=1)
 # The first sweep comes soon after start, so rows held across a restart are not left waiting.
@@ -142,8 +145,9 @@ def phone_facts_tick(app):
 
 def prune_tick(app):
     """Delete outbox rows older than an hour, engine replies older than a day, abandon counts past
-    their use (abandons.prune), and lead events, webhook deliveries and their log older than
-    LEAD_EVENTS_RETENTION_DAYS (a batch of each per tick); returns how many went."""
+    their use (abandons.prune), lead events, webhook deliveries and their log older than
+    LEAD_EVENTS_RETENTION_DAYS, and agent state history older than AGENT_STATE_RETENTION_DAYS (in
+    batches); returns how many went."""
     with app.app_context():
         db = get_db()
         tz = app.config["DB_TIMEZONE"]
@@ -161,9 +165,27 @@ def prune_tick(app):
             for name, work in (("lead_events", lead_events.prune), ("webhook_deliveries", webhook_rules.prune_deliveries),
                                ("webhook_attempts", webhook_rules.prune_attempts)):
                 pruned[name] = in_batches(db, work, cutoff)
+            pruned["agent_states"] = in_batches(db, agent_states.prune, clock.to_utc(now, tz) - timedelta(
+                days=app.config["AGENT_STATE_RETENTION_DAYS"]))
             return pruned
 
         return run_once_per_tick(db, "prune", PRUNE_SECONDS, now, prune_all)
+
+
+def roll_up_tick(app):
+    """Roll up each closed day of the agent state history not rolled up yet (agent_states.roll_up,
+    issue #49), one transaction per day, once per tick across workers and hosts; returns
+    {day: agents} of the days rolled up."""
+    with app.app_context():
+        db = get_db()
+        tz = app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
+
+        def roll_up_all():
+            days = db.run(agent_states.days_to_roll_up, now, tz, app.config["AGENT_STATE_RETENTION_DAYS"])
+            return {day.isoformat(): db.run(agent_states.roll_up, day, now, tz) for day in days}
+
+        return run_once_per_tick(db, "agent_days", ROLL_UP_SECONDS, now, roll_up_all)
 
 
 def in_batches(db, work, *args):
@@ -200,6 +222,9 @@ def init_app(app):
     scheduler.add_job(
         phone_facts_tick, "interval", seconds=PHONE_FACTS_SECONDS, args=[app], id="phone_facts",
         replace_existing=True,
+    )
+    scheduler.add_job(
+        roll_up_tick, "interval", seconds=ROLL_UP_SECONDS, args=[app], id="agent_days", replace_existing=True,
     )
     scheduler.add_job(
         prune_tick, "interval", seconds=PRUNE_SECONDS, args=[app], id="prune", replace_existing=True,

@@ -22,6 +22,7 @@ from itsdangerous import BadData, URLSafeSerializer
 from dialerapi.plumbing import clock
 
 SALT = "dialerapi.agent-token"
+SUPERVISOR_SALT = "dialerapi.supervisor-token"
 # A token is about 90 characters; anything longer is refused before any signature work.
 MAX_TOKEN_CHARS = 256
 
@@ -44,17 +45,28 @@ def signing_keys(config):
     return [key for key in keys if key]
 
 
-def _serializer(config):
-    return URLSafeSerializer(signing_keys(config), salt=SALT, signer_kwargs={"digest_method": hashlib.sha256})
+def _serializer(config, salt=SALT):
+    return URLSafeSerializer(signing_keys(config), salt=salt, signer_kwargs={"digest_method": hashlib.sha256})
 
 
 def mint(config, agent_id, lifetime_seconds=None):
     """A token for `agent_id` (int) valid for `lifetime_seconds` (AGENT_TOKEN_SECONDS when None) from
     the service clock's now. Returns (token, expires_at as an aware UTC datetime). The caller checks
     the agent exists and the lifetime is within AGENT_TOKEN_MAX_SECONDS (schemas.AgentTokenRequest)."""
+    return _mint(config, SALT, {"agent_id": agent_id}, lifetime_seconds)
+
+
+def mint_supervisor(config, name, lifetime_seconds=None):
+    """A supervisor token (issue #49) naming `name` (1-64 characters, for the log), valid as `mint`'s.
+    It opens the board, its socket and the reports, nothing else (web.auth). Signed under its own
+    salt: an agent token never passes for one, nor the other way round. Returns (token, expires_at)."""
+    return _mint(config, SUPERVISOR_SALT, {"supervisor": name}, lifetime_seconds)
+
+
+def _mint(config, salt, claims, lifetime_seconds):
     lifetime = lifetime_seconds or config["AGENT_TOKEN_SECONDS"]
     expires_at = clock.utcnow().replace(microsecond=0) + timedelta(seconds=lifetime)
-    token = _serializer(config).dumps({"agent_id": agent_id, "exp": int(expires_at.timestamp())})
+    token = _serializer(config, salt).dumps({**claims, "exp": int(expires_at.timestamp())})
     return token, expires_at
 
 
@@ -67,14 +79,23 @@ def looks_like_token(text):
 def verify(config, token):
     """The agent id (int) that `token` names. Raises InvalidToken when it is longer than
     MAX_TOKEN_CHARS, badly signed, of another shape, or past its `exp` on the service clock."""
+    return _verify(config, token, SALT, "agent_id", int)
+
+
+def verify_supervisor(config, token):
+    """The supervisor name (str) that a supervisor `token` names; raises InvalidToken as `verify`."""
+    return _verify(config, token, SUPERVISOR_SALT, "supervisor", str)
+
+
+def _verify(config, token, salt, field, kind):
     if len(token) > MAX_TOKEN_CHARS:
         raise InvalidToken("invalid_token")
     try:
-        payload = _serializer(config).loads(token)
+        payload = _serializer(config, salt).loads(token)
     except BadData:
         raise InvalidToken("invalid_token") from None
-    if not (isinstance(payload, dict) and type(payload.get("agent_id")) is int and type(payload.get("exp")) is int):
+    if not (isinstance(payload, dict) and type(payload.get(field)) is kind and type(payload.get("exp")) is int):
         raise InvalidToken("invalid_token")
     if clock.utcnow() >= datetime.fromtimestamp(payload["exp"], timezone.utc):
         raise InvalidToken("token_expired")
-    return payload["agent_id"]
+    return payload[field]

@@ -1,6 +1,6 @@
 """Who may call what (lead-intake-api.md, "Authentication"; decisions.md D3 and D9; issue #28).
 
-Four callers, each with a credential that opens what it needs and nothing else:
+Five callers, each with a credential that opens what it needs and nothing else:
 
 | caller  | credential                                   | opens                                         |
 |---------|----------------------------------------------|-----------------------------------------------|
@@ -8,12 +8,14 @@ Four callers, each with a credential that opens what it needs and nothing else:
 | engine  | ENGINE_SECRET (or ENGINE_SECRET_PREVIOUS)    | /engine/ only                                 |
 | monitor | MONITOR_SECRET (or MONITOR_SECRET_PREVIOUS)  | /health, /api/health, /metrics                |
 | agent   | a token of one agent (web.agent_tokens)      | that agent's /ws and GET /api/missed-activities |
+| supervisor | SUPERVISOR_SECRET (or _PREVIOUS), or a supervisor token (issue #49) | GET /api/board, /board/ws, GET /api/reports/agents: reads only |
 
 A key or token goes in `Authorization: Bearer <key>`, `X-API-Key` or `X-Access-Key`; views marked
 `@public` need none. A path takes the crm key unless its view says otherwise with `@opens(...)`
 (/engine/ takes the engine key). Answers: 401 `unauthorized` when no credential the path takes is
 presented (with `reason` `token_expired` or `invalid_token` for a bad token); 403 `forbidden` when
-a valid agent token is presented on a path, or for an agent, it does not open. A header sent twice
+a valid agent token, supervisor key or supervisor token is presented on a path, or for an agent,
+it does not open. A header sent twice
 reaches the app joined by a comma (WSGI), which matches no key: an ambiguous request is refused.
 The check runs before dispatch, so a protected or unknown path is 401 before it can be 404 or 405.
 """
@@ -30,15 +32,17 @@ from dialerapi.web.errors import ApiError
 KEY_HEADERS = ("X-API-Key", "X-Access-Key")
 ENGINE_PREFIX = "/engine/"
 
-CRM, ENGINE, MONITOR, AGENT = "crm", "engine", "monitor", "agent"
+CRM, ENGINE, MONITOR, AGENT, SUPERVISOR = "crm", "engine", "monitor", "agent", "supervisor"
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a request comes from: `role` (CRM, ENGINE, MONITOR or AGENT) and, for an agent, `agent_id`."""
+    """Who a request comes from: `role` (CRM, ENGINE, MONITOR, AGENT or SUPERVISOR); for an agent,
+    `agent_id`; for a supervisor token, the `supervisor` it names."""
 
     role: str
     agent_id: int | None = None
+    supervisor: str | None = None
 
 
 def public(view):
@@ -93,6 +97,11 @@ def identify(keys, config):
                 return Caller(AGENT, agent_tokens.verify(config, key))
             except agent_tokens.InvalidToken as exc:
                 failure = exc
+            try:
+                return Caller(SUPERVISOR, supervisor=agent_tokens.verify_supervisor(config, key))
+            except agent_tokens.InvalidToken as exc:
+                # An agent token's expiry says more than its failing as a supervisor one.
+                failure = failure if failure.reason == "token_expired" else exc
     if failure is not None:
         raise failure
     return None
@@ -117,7 +126,7 @@ def require_key():
     if caller is not None and caller.role in roles:
         g.caller = caller
         return
-    if caller is not None and caller.role == AGENT:
+    if caller is not None and caller.role in (AGENT, SUPERVISOR):
         raise ApiError(403, "forbidden")
     raise ApiError(401, "unauthorized")
 
@@ -128,3 +137,14 @@ def require_own_agent(agent_id):
     caller = g.get("caller")
     if caller is not None and caller.role == AGENT and caller.agent_id != agent_id:
         raise ApiError(403, "forbidden")
+
+
+def origin_allowed(origin, host, allowed):
+    """Whether a socket whose handshake carries `origin` (None: not a browser) may connect to the
+    service reached as `host` (the Host header), given WS_ALLOWED_ORIGINS `allowed` (a tuple)."""
+    if origin is None or allowed == ("*",):
+        return True
+    origin = origin.strip().lower().rstrip("/")
+    if allowed:
+        return origin in allowed
+    return bool(host) and origin.partition("://")[2] == host.strip().lower()

@@ -132,3 +132,21 @@ class StrictBoolean(fields.Boolean):
     falsy = {False}
     default_error_messages = {"invalid": "must be true or false"}
 
+
+
+class TokenLifetime(Schema):
+    """`lifetimeSeconds` of a token request (agent tokens, issue #28; supervisor tokens, issue #49):
+    optional, 1 to `max_seconds` (AGENT_TOKEN_MAX_SECONDS) when the schema is made with it."""
+
+    lifetimeSeconds = fields.Integer(strict=True, validate=Range(1, error="must be at least 1 second"),
+                                     error_messages={"invalid": "must be a whole number of seconds"})
+
+    def __init__(self, max_seconds=None, **kwargs):
+        """`max_seconds`: AGENT_TOKEN_MAX_SECONDS (None only for the OpenAPI document, which has no config)."""
+        super().__init__(**kwargs)
+        if max_seconds is not None:
+            # A new list: the instance's field shares its validators with the class's, and appending
+            # would add one more Range to every later schema (and to the OpenAPI document) per request.
+            field = self.fields["lifetimeSeconds"]
+            field.validators = [*field.validators, Range(
+                1, max_seconds, error=f"must be 1 to {max_seconds} seconds (AGENT_TOKEN_MAX_SECONDS)")]

@@ -22,7 +22,7 @@ import websockets.sync.client
 
 from conftest import mint_token, start_nginx
 from floor_hosts import AUTH, Host, Load, Panels, file_missed_activity, floor, late_or_stale, leads_once, moved
-from test_panel_browser import activity_rows, attribute, browser  # noqa: F401 (browser: a fixture)
+from test_panel_browser import activity_rows, attribute
 
 # Serial (setup.cfg `serial`): it holds hosts that restart under a load of its own to zero failed
 # requests; beside the other fault tests' load on 2 cores, a host starved of CPU reset a connection

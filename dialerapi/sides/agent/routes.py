@@ -14,8 +14,8 @@ from dialerapi.rules import agents, callbacks, catalog
 from dialerapi.sides.agent import schemas
 from dialerapi.web import agent_tokens, auth
 from dialerapi.web.auth import AGENT, CRM, opens, public
-from dialerapi.web.errors import ApiError
 from dialerapi.web.requests import db_timezone, json_body, load
+from dialerapi.web.static import page_file
 
 agents_bp = Blueprint("agents", __name__)
 catalog_bp = Blueprint("catalog", __name__)
@@ -101,8 +101,6 @@ def pause_reasons():
 
 PANEL_DIR = Path(__file__).resolve().parent / "panel"
 PANEL_FILES = ("index.html", "panel.js", "panel.css", "favicon.ico")
-# The panel's own files and its own origin only: no inline script, no third party, not framed.
-PANEL_POLICY = "default-src 'self'; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
 
 
 @panel_bp.get("/panel")
@@ -126,10 +124,4 @@ def favicon():
 def panel(name):
     """The reference agent panel (issue #28): static HTML, JS and CSS shipped in the package. Public:
     it holds no secret; the agent's token reaches it in the URL fragment or from the host page."""
-    if name not in PANEL_FILES:
-        raise ApiError(404, "not_found")
-    response = send_from_directory(PANEL_DIR, name, max_age=0)
-    response.headers["Content-Security-Policy"] = PANEL_POLICY
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    return response
+    return page_file(PANEL_DIR, name, PANEL_FILES)

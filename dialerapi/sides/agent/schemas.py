@@ -3,9 +3,9 @@
 """
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validates_schema
-from marshmallow.validate import Range, Regexp
+from marshmallow.validate import Regexp
 
-from dialerapi.web.fields import EMPLOYEE_ID, Text
+from dialerapi.web.fields import EMPLOYEE_ID, Text, TokenLifetime
 
 
 class MissedActivitiesQuery(Schema):
@@ -33,7 +33,7 @@ class MissedActivitiesQuery(Schema):
 
 
 
-class AgentTokenRequest(MissedActivitiesQuery):
+class AgentTokenRequest(MissedActivitiesQuery, TokenLifetime):
     """POST /api/agent-tokens body (issue #28): exactly one of `agentId` and `extension`, and
     optionally `lifetimeSeconds` (1 to AGENT_TOKEN_MAX_SECONDS; default AGENT_TOKEN_SECONDS).
 
@@ -42,19 +42,6 @@ class AgentTokenRequest(MissedActivitiesQuery):
 
     class Meta:
         unknown = RAISE
-
-    lifetimeSeconds = fields.Integer(strict=True, validate=Range(1, error="must be at least 1 second"),
-                                     error_messages={"invalid": "must be a whole number of seconds"})
-
-    def __init__(self, max_seconds=None, **kwargs):
-        """`max_seconds`: AGENT_TOKEN_MAX_SECONDS (None only for the OpenAPI document, which has no config)."""
-        super().__init__(**kwargs)
-        if max_seconds is not None:
-            # A new list: the instance's field shares its validators with the class's, and appending
-            # would add one more Range to every later schema (and to the OpenAPI document) per request.
-            field = self.fields["lifetimeSeconds"]
-            field.validators = [*field.validators, Range(
-                1, max_seconds, error=f"must be 1 to {max_seconds} seconds (AGENT_TOKEN_MAX_SECONDS)")]
 
     @post_load
     def to_lookup(self, data, **kwargs):

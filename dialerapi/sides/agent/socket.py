@@ -57,7 +57,8 @@ from dialerapi.rules import agents, callbacks, claims
 from dialerapi.rules.events import OutboxTail
 from dialerapi.web import auth
 from dialerapi.web.agent_tokens import InvalidToken
-from dialerapi.web.auth import public
+from dialerapi.web.auth import origin_allowed, public
+from dialerapi.web.sockets import RECEIVE_WAKE_SECONDS, SERVICE_RESTART, TRY_AGAIN_LATER, reject
 
 log = logging.getLogger(__name__)
 
@@ -67,19 +68,10 @@ sock = Sock()
 # snapshot read and the send (issue #38).
 POLL_SECONDS = 0.1
 PING_SECONDS = 25
-POLICY_VIOLATION = 1008
-SERVICE_RESTART = 1012
-TRY_AGAIN_LATER = 1013
 HEARTBEAT_SECONDS = 5
 # The largest message a panel sends is a pause with an 80-character note; 4 KiB leaves room for
 # growth. A larger one closes the socket with 1009 before more of it is buffered (issue #17).
 MAX_MESSAGE_BYTES = 4096
-# simple-websocket 1.1 wakes a waiting receive() before it marks a socket closed for a message over
-# the cap, so a receive() without a timeout can wait forever and leave the agent panel-active.
-# Waking every second bounds that.
-RECEIVE_WAKE_SECONDS = 1
-# How long a refused socket waits for the client's close frame before the server drops it.
-CLOSE_WAIT_SECONDS = 2
 SERVER_OPTIONS = {"ping_interval": PING_SECONDS, "max_message_size": MAX_MESSAGE_BYTES}
 
 
@@ -119,6 +111,10 @@ class EventHub:
         self._thread = None
         self._stopping = lambda: False
         self.draining = False
+        # Other feeds on this process's sockets (the supervisor board, issue #49): objects with
+        # `changed(agent_ids)`, called after every poll with the agents named by the outbox or the
+        # agent state history since the last (often none), and `drain()`.
+        self.listeners = []
 
     def watch(self, stopping):
         """Drain this process's sockets once `stopping()` (a callable, checked every poll) is true:
@@ -135,10 +131,24 @@ class EventHub:
         DatabaseUnavailable when the database cannot be read; the next socket tries again."""
         with self._lock:
             if self._thread is None:
-                tail = OutboxTail()
-                tail.poll(self.app.extensions["dialerapi.db"])
-                self._thread = threading.Thread(target=self._tail, args=(tail,), name="dialerapi-outbox", daemon=True)
+                tails = (OutboxTail(), OutboxTail(table="states"))
+                for tail in tails:
+                    tail.poll(self.app.extensions["dialerapi.db"])
+                self._thread = threading.Thread(target=self._tail, args=tails, name="dialerapi-outbox", daemon=True)
                 self._thread.start()
+
+    def take_slot(self, ws):
+        """Take a slot of this host's socket pool for `ws` (an agent's or a board's), or refuse it
+        and return False: `draining` with 1012 on a host being restarted, `at_capacity` with 1013
+        on a full one. Before any database work: a full host answers at once, whatever the database
+        is doing."""
+        if self.draining:
+            reject(ws, "draining", SERVICE_RESTART)
+            return False
+        if not self.slots.acquire():
+            reject(ws, "at_capacity", TRY_AGAIN_LATER, retry_after=self.app.config["WS_RETRY_AFTER_SECONDS"])
+            return False
+        return True
 
     def add(self, connection):
         """Hold a new socket; False (and not held) once this process is draining."""
@@ -186,6 +196,8 @@ class EventHub:
             log.warning("could not record the drain in the database", exc_info=True)
         for connection in connections:
             connection.close(SERVICE_RESTART, "service_restart")
+        for listener in list(self.listeners):
+            listener.drain()
 
     def snapshot(self, agent_id, connecting=False):
         """The state events of an agent, read in one transaction: (outbound_blocked data,
@@ -237,7 +249,7 @@ class EventHub:
             refused=state["refused"], workers=json.dumps(state["workers"][:200]), draining=int(self.draining),
             updated_at=clock.now(tz))
 
-    def _tail(self, tail):
+    def _tail(self, tail, states):
         db = self.app.extensions["dialerapi.db"]
         next_heartbeat = 0
         while True:
@@ -248,6 +260,7 @@ class EventHub:
                     next_heartbeat = time.monotonic() + HEARTBEAT_SECONDS
                     self.write_heartbeat()
                 rows = tail.poll(db)
+                changed = {row["agent_id"] for row in rows} | {row["agent_id"] for row in states.poll(db)}
                 for agent_id in sorted({row["agent_id"] for row in rows}):
                     with self._lock:
                         connections = set(self._connections.get(agent_id, ()))
@@ -255,6 +268,9 @@ class EventHub:
                         self.send_state(connections)
                     except agents.UnknownAgent:  # removed from the roster; their sockets close on their own
                         log.info("no state to send: agent %s is not on the roster", agent_id)
+                # After the panels: a panel's 250 ms (issue #38) does not wait for the board's read.
+                for listener in list(self.listeners):
+                    listener.changed(changed)
             except Exception:
                 log.warning("outbox tailing failed; retrying", exc_info=True)
                 time.sleep(2)
@@ -269,16 +285,8 @@ def decline_compression():
     few hundred bytes, so compression saves nothing; without the offer header the handshake
     answers without the extension, and a frame marked compressed is a protocol error (1002).
     """
-    if request.path == "/ws":
+    if request.path in ("/ws", "/board/ws"):
         request.environ.pop("HTTP_SEC_WEBSOCKET_EXTENSIONS", None)
-
-
-def _reject(ws, reason, code=POLICY_VIOLATION, **data):
-    """Send `server_error` {reason, **data} and close with `code`, then wait (at most CLOSE_WAIT_SECONDS)
-    for the client's close frame, so the connection ends with a complete close handshake (RFC 6455 7.1.1)."""
-    ws.send(json.dumps({"event": "server_error", "data": {"reason": reason, **data}}))
-    ws.close(reason=code, message=reason)
-    ws.thread.join(CLOSE_WAIT_SECONDS)
 
 
 def _lookup():
@@ -288,17 +296,6 @@ def _lookup():
     if extension is not None and agents.EXTENSION.fullmatch(extension):
         return {"extension": extension}
     return None
-
-
-def origin_allowed(origin, host, allowed):
-    """Whether a socket whose handshake carries `origin` (None: not a browser) may connect to the
-    service reached as `host` (the Host header), given WS_ALLOWED_ORIGINS `allowed` (a tuple)."""
-    if origin is None or allowed == ("*",):
-        return True
-    origin = origin.strip().lower().rstrip("/")
-    if allowed:
-        return origin in allowed
-    return bool(host) and origin.partition("://")[2] == host.strip().lower()
 
 
 def admit(config):
@@ -335,13 +332,10 @@ def agent_socket(ws):
     app = current_app._get_current_object()
     lookup, refusal = admit(app.config)
     if refusal:
-        return _reject(ws, refusal)
+        return reject(ws, refusal)
     hub = app.extensions["dialerapi.events"]
-    if hub.draining:
-        return _reject(ws, "draining", SERVICE_RESTART)
-    # Before any database work: a full host answers at once, whatever the database is doing.
-    if not hub.slots.acquire():
-        return _reject(ws, "at_capacity", TRY_AGAIN_LATER, retry_after=app.config["WS_RETRY_AFTER_SECONDS"])
+    if not hub.take_slot(ws):
+        return None
     try:
         hub.start()
         _serve(app, hub, ws, lookup)
@@ -364,19 +358,19 @@ def _serve(app, hub, ws, lookup):
         except agents.UnknownExtension:
             pass
         if agent_id is None:
-            return _reject(ws, "unknown_agent")
+            return reject(ws, "unknown_agent")
     # An extension that is another agent's than the token's is a mismatch.
     if token_agent_id is not None and agent_id != token_agent_id:
-        return _reject(ws, "agent_mismatch")
+        return reject(ws, "agent_mismatch")
 
     connection = AgentConnection(ws, agent_id)
     if not hub.add(connection):
-        return _reject(ws, "draining", SERVICE_RESTART)
+        return reject(ws, "draining", SERVICE_RESTART)
     try:
         try:
             hub.send_state([connection], connecting=True)
         except agents.UnknownAgent:  # a token of a removed agent opens nothing
-            return _reject(ws, "unknown_agent")
+            return reject(ws, "unknown_agent")
         while True:
             frame = ws.receive(timeout=RECEIVE_WAKE_SECONDS)
             if frame is None:

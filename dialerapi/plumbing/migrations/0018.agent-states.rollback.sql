@@ -1,0 +1,2 @@
+DROP TABLE dialerapi_agent_days;
+DROP TABLE dialerapi_agent_states;

@@ -1,0 +1,261 @@
+"""Agent state history, the supervisor board's agent rows and the agent time report (issue #49).
+
+An agent's state is what `states.unavailable_reason` makes of the five availability columns of
+sales_agents (panel_active, pause_code, ami_idle, wrapup_until, outbound_blocked): the one rule of
+who may take a call names the state, in that rule's order (STATES). Every function that writes those
+columns calls `record` in its transaction, which copies them into dialerapi_agent_states when they
+differ from the agent's last row (migration 0018). A state lasts until the next row; a wrap-up ends
+at its wrapup_until (wall-clock DB_TIMEZONE), which no row marks, so `pieces` splits it there.
+
+Moments in the history are naive UTC to the second, from the service's one clock (decisions.md D2);
+report days are wall-clock days in DB_TIMEZONE. Functions take the connection first and never commit.
+"""
+
+import json
+from datetime import datetime, time, timedelta, timezone
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules.states import unavailable_reason
+
+# unavailable_reason's answer -> the state's name, as /engine/floor counts agents (issue #29).
+STATES = {None: "free", "ami_busy": "on_call", "wrap_up": "wrap_up", "paused": "paused",
+          "outbound_blocked": "outbound_blocked", "panel_inactive": "panel_inactive"}
+# The report's seconds per state; a pause is also counted per code in `pause`.
+REPORT_STATES = ("free", "on_call", "wrap_up", "outbound_blocked", "paused")
+REPORT_COLUMNS = ("agent_id", "day", "login_seconds", "free_seconds", "talk_seconds", "wrap_up_seconds",
+                  "blocked_seconds", "pause_seconds", "calls", "answered_calls", "pause")
+# A report covers at most this many days: a quarter, well inside AGENT_STATE_RETENTION_DAYS' default.
+MAX_REPORT_DAYS = 92
+PRUNE_BATCH = 5000
+# Rows of the history read per statement when rolling up or reporting, so a month of a large floor
+# never sits in memory at once.
+READ_AGENTS = 200
+
+
+def record(conn, agent_ids, at_utc=None):
+    """Record the availability of `agent_ids` (an iterable of ints) at `at_utc` (naive UTC; the
+    service clock's now when None) for each whose columns differ from their last history row.
+
+    Call it in the transaction that changed sales_agents, after the change: the caller holds the
+    agent rows' locks, so one agent's rows are written in the order its changes commit. Returns how
+    many rows were written.
+    """
+    agent_ids = tuple(sorted(set(agent_ids)))
+    if not agent_ids:
+        return 0
+    at_utc = at_utc or clock.utcnow().replace(tzinfo=None, microsecond=0)
+    return queries.record_states(conn, agent_ids=agent_ids, at_utc=at_utc)
+
+
+def state_of(row, now):
+    """The state name (STATES) of a row with the five availability columns at wall-clock `now`."""
+    return STATES[unavailable_reason(row, now)]
+
+
+def _settled(row):
+    """The state of a history row once its wrap-up (if any) is over."""
+    return STATES[unavailable_reason({**row, "wrapup_until": None}, None)]
+
+
+def pieces(row, start, end, tz):
+    """The states one history `row` stands for between `start` and `end` (naive UTC, start < end):
+    [(state, pause_code or None, start, end)], split at its wrap-up's end when that falls inside."""
+    settled = _settled(row)
+    wrapup_end = clock.to_utc(row["wrapup_until"], tz)
+    code = row["pause_code"] or None if settled == "paused" else None
+    # Wrap-up outranks only the outbound block and free (states.unavailable_reason's order).
+    if settled in ("free", "outbound_blocked") and wrapup_end is not None and wrapup_end > start:
+        middle = min(wrapup_end, end)
+        out = [("wrap_up", None, start, middle)]
+        if middle < end:
+            out.append((settled, None, middle, end))
+        return out
+    return [(settled, code, start, end)]
+
+
+def _day_bounds(day, tz):
+    """The naive UTC instants a wall-clock day of `tz` starts and ends at."""
+    start = datetime.combine(day, time())
+    return clock.to_utc(start, tz), clock.to_utc(start + timedelta(days=1), tz)
+
+
+def empty_day(agent_id, day):
+    """A report row of no time at all."""
+    return {"agent_id": agent_id, "day": day.isoformat(), "login_seconds": 0, "free_seconds": 0,
+            "talk_seconds": 0, "wrap_up_seconds": 0, "blocked_seconds": 0, "pause_seconds": 0,
+            "calls": 0, "answered_calls": 0, "pause": {}}
+
+
+_SECONDS = {"free": "free_seconds", "on_call": "talk_seconds", "wrap_up": "wrap_up_seconds",
+            "outbound_blocked": "blocked_seconds", "paused": "pause_seconds"}
+
+
+def days_from_history(rows, first_day, last_day, end_utc, tz):
+    """Report rows {(agent_id, day): row} from history `rows` (queries.state_rows: per agent in
+    order, each with `ends_utc`, the first the last row before the range) over the wall-clock days
+    first_day..last_day of `tz`, counting no time after `end_utc` (naive UTC: now, for today).
+
+    A call is a change into on_call, counted on the day it starts; answered calls are added by the
+    caller. login_seconds is every second not panel_inactive, so it is the sum of the free, talk,
+    wrap-up, blocked and pause seconds.
+    """
+    bounds = [(first_day + timedelta(days=n), *_day_bounds(first_day + timedelta(days=n), tz))
+              for n in range((last_day - first_day).days + 1)]
+    range_start, range_end = bounds[0][1], min(bounds[-1][2], end_utc)
+    report = {}
+    previous = (None, None)  # (agent_id, state of the agent's previous row)
+    for row in rows:
+        agent_id = row["agent_id"]
+        start = max(row["at_utc"], range_start)
+        end = min(row["ends_utc"] or range_end, range_end)
+        for state, code, piece_start, piece_end in pieces(row, start, end, tz) if start < end else ():
+            for day, day_start, day_end in bounds:
+                seconds = int((min(piece_end, day_end) - max(piece_start, day_start)).total_seconds())
+                if seconds <= 0:
+                    continue
+                entry = report.setdefault((agent_id, day), empty_day(agent_id, day))
+                if state != "panel_inactive":
+                    entry["login_seconds"] += seconds
+                    entry[_SECONDS[state]] += seconds
+                if code:
+                    entry["pause"][code] = entry["pause"].get(code, 0) + seconds
+        state = _settled(row)
+        # A call that began this very second (at the range's end, when that is now) counts already.
+        if state == "on_call" and previous != (agent_id, "on_call") and range_start <= row["at_utc"] <= range_end:
+            day = next((day for day, day_start, day_end in bounds if day_start <= row["at_utc"] < day_end), None)
+            if day is not None:
+                report.setdefault((agent_id, day), empty_day(agent_id, day))["calls"] += 1
+        previous = (agent_id, state)
+    return report
+
+
+def _wall_day_range(first_day, last_day):
+    return datetime.combine(first_day, time()), datetime.combine(last_day + timedelta(days=1), time())
+
+
+def report_days(conn, first_day, last_day, now_utc, tz, agent_ids=None):
+    """The agent time report of the wall-clock days first_day..last_day (dates, DB_TIMEZONE) from the
+    history, for every agent or only `agent_ids`: [row] ordered by agent_id and day, each row
+    REPORT_COLUMNS (seconds; `day` YYYY-MM-DD; `pause` {code: seconds}). Time after `now_utc` (naive
+    UTC) is not counted. An agent and day with no time and no call has no row."""
+    first_utc = _day_bounds(first_day, tz)[0]
+    # Rows of the second `now_utc` is in are read too: a change made this second is on the board.
+    last_utc = min(_day_bounds(last_day, tz)[1], now_utc + timedelta(seconds=1))
+    selector = {"all_agents": agent_ids is None, "agent_ids": tuple(agent_ids or ()) or (0,)}
+    rows = queries.state_rows(conn, from_utc=first_utc, to_utc=last_utc, **selector)
+    report = days_from_history(rows, first_day, last_day, now_utc, tz)
+    from_wall, to_wall = _wall_day_range(first_day, last_day)
+    for row in queries.answered_calls(conn, from_wall=from_wall, to_wall=to_wall, **selector):
+        entry = report.setdefault((row["agent_id"], row["day"]), empty_day(row["agent_id"], row["day"]))
+        entry["answered_calls"] += int(row["answered"])
+    return [report[key] for key in sorted(report)]
+
+
+def report(conn, first_day, last_day, now, tz, agent_ids=None):
+    """The agent time report (issue #49; `dialerapi report agents`, GET /api/reports/agents) over the
+    wall-clock days first_day..last_day (dates, DB_TIMEZONE; at most MAX_REPORT_DAYS), at wall-clock
+    `now`: {"from", "to", "timezone", "days": [row per agent and day, REPORT_COLUMNS], "agents":
+    [totals per agent, the same columns without `day`]}. Seconds throughout. Closed days come from
+    their roll-up (dialerapi_agent_days) when the job has made it, the others from the history.
+    Raises ValueError for a range that is backwards or longer than MAX_REPORT_DAYS."""
+    if last_day < first_day:
+        raise ValueError("the range ends before it starts")
+    if (last_day - first_day).days + 1 > MAX_REPORT_DAYS:
+        raise ValueError(f"the range is over {MAX_REPORT_DAYS} days")
+    now_utc = clock.to_utc(now, tz)
+    rolled = {row["day"] for row in queries.rolled_days(conn, first_day=first_day, last_day=last_day)}
+    selector = {"all_agents": agent_ids is None, "agent_ids": tuple(agent_ids or ()) or (0,)}
+    days = [json.loads(row["report"]) for row in
+            queries.agent_days(conn, first_day=first_day, last_day=last_day, **selector)] if rolled else []
+    day = first_day
+    while day <= last_day:
+        if day not in rolled:
+            run_end = day
+            while run_end + timedelta(days=1) <= last_day and run_end + timedelta(days=1) not in rolled:
+                run_end += timedelta(days=1)
+            days += report_days(conn, day, run_end, now_utc, tz, agent_ids)
+            day = run_end
+        day += timedelta(days=1)
+    days.sort(key=lambda row: (row["agent_id"], row["day"]))
+    return {"from": first_day.isoformat(), "to": last_day.isoformat(), "timezone": str(tz),
+            "days": days, "agents": totals(days)}
+
+
+def totals(days):
+    """Per agent, the sums of report rows `days` (without `day`), in agent order."""
+    out = {}
+    for row in days:
+        entry = out.setdefault(row["agent_id"], {**empty_day(row["agent_id"], datetime.min.date())})
+        for column in REPORT_COLUMNS[2:-1]:
+            entry[column] += row[column]
+        for code, seconds in row["pause"].items():
+            entry["pause"][code] = entry["pause"].get(code, 0) + seconds
+    for entry in out.values():
+        entry.pop("day")
+    return [out[agent_id] for agent_id in sorted(out)]
+
+
+def roll_up(conn, day, now, tz):
+    """Store the report rows of the closed wall-clock `day` (a date before `now`'s day) in
+    dialerapi_agent_days, one per agent with time that day; returns how many. Running it again
+    writes the same rows."""
+    now_utc = clock.to_utc(now, tz)
+    rows = report_days(conn, day, day, now_utc, tz)
+    for row in rows:
+        queries.upsert_agent_day(conn, agent_id=row["agent_id"], day=day, report=json.dumps(row),
+                                 rolled_at_utc=now_utc)
+    return len(rows)
+
+
+def days_to_roll_up(conn, now, tz, retention_days):
+    """The closed wall-clock days (dates before `now`'s day, within `retention_days`) with history
+    and no roll-up yet, oldest first."""
+    first = queries.first_state_at(conn)
+    if first is None:
+        return []
+    today = now.date()
+    start = max(clock.wall(first.replace(tzinfo=timezone.utc), tz).date(),
+                today - timedelta(days=retention_days))
+    if start >= today:
+        return []
+    rolled = {row["day"] for row in queries.rolled_days(conn, first_day=start, last_day=today)}
+    return [start + timedelta(days=n) for n in range((today - start).days) if start + timedelta(days=n) not in rolled]
+
+
+def prune(conn, before_utc):
+    """Delete up to PRUNE_BATCH history rows older than `before_utc` (naive UTC), keeping each
+    agent's last one before it, and roll-ups of days before it; returns how many rows went."""
+    states = queries.prune_agent_states(conn, before=before_utc, max_rows=PRUNE_BATCH)
+    return states + queries.prune_agent_days(conn, before=before_utc.date(), max_rows=PRUNE_BATCH)
+
+
+def board_rows(conn, now, tz, agent_ids=None):
+    """The supervisor board's agent rows (issue #49) at wall-clock `now`, for every agent or only
+    `agent_ids`: [{agent_id, name, extension, skills: [form_type], state (STATES), since (ISO 8601
+    UTC: the moment the state began; a wrap-up that ended began "free" at its end), pause_code,
+    reason_note, form_type (of the call the agent is on, else null), wrapup_until (ISO 8601 UTC or
+    null), calls, talk_seconds (today, DB_TIMEZONE)}] in agent order."""
+    selector = {"all_agents": agent_ids is None, "agent_ids": tuple(agent_ids or ()) or (0,)}
+    agents = list(queries.board_agents(conn, **selector))
+    today = now.date()
+    now_utc = clock.to_utc(now, tz)
+    days = {row["agent_id"]: row for row in report_days(conn, today, today, now_utc, tz,
+                                                        None if agent_ids is None else agent_ids)}
+    out = []
+    for agent in agents:
+        state = state_of(agent, now)
+        wrapup_end = clock.to_utc(agent["wrapup_until"], tz)
+        since = agent["since_utc"]
+        if since is not None and wrapup_end is not None and since < wrapup_end <= now_utc:
+            since = wrapup_end
+        day = days.get(agent["agent_id"]) or empty_day(agent["agent_id"], today)
+        out.append({
+            "agent_id": agent["agent_id"], "name": agent["name"], "extension": agent["extension"],
+            "skills": agent["skills"].split(";") if agent["skills"] else [], "state": state,
+            "since": clock.format_utc(since), "pause_code": agent["pause_code"] or None,
+            "reason_note": agent["reason_note"], "form_type": agent["call_form_type"],
+            "wrapup_until": clock.format_utc(wrapup_end) if state == "wrap_up" else None,
+            "calls": day["calls"], "talk_seconds": day["talk_seconds"],
+        })
+    return out

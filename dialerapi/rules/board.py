@@ -1,0 +1,39 @@
+"""The supervisor board's data (issue #49): per form_type a tile, per agent a row.
+
+A tile is the engine's view of the floor (rules.floor.floor_state, issue #29) with each campaign's
+abandon `level`: "red" when the abandon limit holds its predictive claims back (the rule's own
+over_limit, rules.abandons), "amber" when a window's rate is within AMBER_POINTS of the limit,
+"green" otherwise. Rows are rules.agent_states.board_rows.
+"""
+
+from dialerapi.plumbing import clock
+from dialerapi.rules import agent_states, floor
+
+# Amber within half a percentage point of the limit (rates and the limit are fractions).
+AMBER_POINTS = 0.005
+
+
+def level(abandons):
+    """"red", "amber" or "green" for a floor_state `abandons` object."""
+    if abandons["over_limit"]:
+        return "red"
+    limit = abandons["limit"]
+    if any(window["answered"] and window["rate"] >= limit - AMBER_POINTS
+           for window in abandons["windows"].values()):
+        return "amber"
+    return "green"
+
+
+def tiles(conn, now, tz):
+    """The floor at wall-clock `now` (floor.floor_state, read in the caller's snapshot transaction)
+    with `level` in each form_type's abandons and `at` (ISO 8601 UTC)."""
+    state = floor.floor_state(conn, now, None, tz)
+    for form_type in state["form_types"]:
+        form_type["abandons"]["level"] = level(form_type["abandons"])
+    return {"at": clock.format_utc(clock.to_utc(now, tz)), **state}
+
+
+def snapshot(conn, now, tz):
+    """{"now" (ISO 8601 UTC), "floor": tiles, "agents": board_rows of every agent}: the board at `now`."""
+    return {"now": clock.format_utc(clock.to_utc(now, tz)), "floor": tiles(conn, now, tz),
+            "agents": agent_states.board_rows(conn, now, tz)}

@@ -1,0 +1,193 @@
+"""The supervisor board's socket, /board/ws (issue #49), with flask-sock.
+
+Who connects: a supervisor, with a supervisor token (`?token=`, since a browser cannot set headers
+on a socket, or a header) or, from a server, SUPERVISOR_SECRET in a header; the key in the URL is
+refused (`key_in_url`). The Origin rule is the agents' socket's (WS_ALLOWED_ORIGINS). A refusal is
+`server_error` {reason} and close 1008, as on /ws.
+
+Frames, server to board, JSON text `{"event": NAME, "data": {...}}`:
+- `board.snapshot` {now, settings: {pause_alert_seconds, amber_points}, floor, agents} on connect
+  (and so after every reconnect): rules.board.snapshot;
+- `board.update` {now, agents: [changed rows], removed: [agent_id], floor?}: one frame per batch of
+  changes, with the rows of the agents whose state, call or missed activities changed since the
+  last frame (the outbox and the agent state history, tailed by the agents' EventHub), the agents
+  whose wrap-up has just ended, and the tiles when they differ from the last ones sent (read every
+  TILES_SECONDS).
+The board sends nothing; a frame from it is ignored. Sockets share the host's socket pool
+(WS_MAX_SOCKETS) with the agents' panels, and close with 1012 when the host drains.
+"""
+
+import json
+import logging
+import threading
+import time
+
+from flask import current_app, request
+from flask_sock import Sock
+
+from dialerapi.plumbing import clock
+from dialerapi.rules import agent_states, board
+from dialerapi.web import auth
+from dialerapi.web.agent_tokens import InvalidToken
+from dialerapi.web.auth import public
+from dialerapi.web.sockets import RECEIVE_WAKE_SECONDS, SERVICE_RESTART, reject
+
+log = logging.getLogger(__name__)
+
+sock = Sock()
+
+# Tiles (leads due, calls ringing, abandon rates) change without an agent's change: read this often
+# while a board is open, so such a change shows within a second.
+TILES_SECONDS = 0.5
+_feed_lock = threading.Lock()
+
+
+class BoardFeed:
+    """This process's board sockets, fed by the agents' EventHub thread (`changed`, every poll).
+
+    A snapshot is read and sent under the feed's lock; a poll that finds the lock taken keeps its
+    agent ids for the next one, so an update never carries state older than a snapshot it follows,
+    and the panels' hub thread never waits for a board's read.
+    """
+
+    def __init__(self, app):
+        self.app = app
+        self._lock = threading.Lock()
+        self._sockets = set()
+        self._pending = set()
+        self._rows = {}  # agent_id -> the last row sent
+        self._tiles = None
+        self._tiles_read = 0.0
+
+    def settings(self):
+        return {"pause_alert_seconds": self.app.config["BOARD_PAUSE_ALERT_SECONDS"], "amber_points": board.AMBER_POINTS}
+
+    def join(self, ws):
+        """Send `ws` the snapshot and add it to the feed."""
+        tz = self.app.config["DB_TIMEZONE"]
+        with self._lock:
+            data = self.app.extensions["dialerapi.db"].run_snapshot(board.snapshot, clock.now(tz), tz)
+            ws.send(_frame("board.snapshot", {**data, "settings": self.settings()}))
+            self._sockets.add(ws)
+            self._rows = {row["agent_id"]: row for row in data["agents"]}
+            self._tiles = data["floor"]
+            self._tiles_read = time.monotonic()
+
+    def leave(self, ws):
+        with self._lock:
+            self._sockets.discard(ws)
+
+    def changed(self, agent_ids):
+        """Called by the hub thread after each poll with the agent ids it saw changed (maybe none)."""
+        if not self._sockets:
+            self._pending.clear()
+            return
+        self._pending |= agent_ids
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._send_update()
+        finally:
+            self._lock.release()
+
+    def _send_update(self):
+        tz = self.app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
+        now_utc = clock.format_utc(clock.to_utc(now, tz))
+        wanted = set(self._pending) | {agent_id for agent_id, row in self._rows.items()
+                                       if row["wrapup_until"] is not None and row["wrapup_until"] <= now_utc}
+        read_tiles = time.monotonic() - self._tiles_read >= TILES_SECONDS
+        if not wanted and not read_tiles:
+            return
+        db = self.app.extensions["dialerapi.db"]
+        data = {"now": now_utc, "agents": [], "removed": []}
+        if wanted:
+            rows = {row["agent_id"]: row for row in db.run(agent_states.board_rows, now, tz, sorted(wanted))}
+            data["agents"] = [row for agent_id, row in sorted(rows.items()) if row != self._rows.get(agent_id)]
+            data["removed"] = sorted(agent_id for agent_id in wanted if agent_id not in rows and agent_id in self._rows)
+            self._rows.update(rows)
+            for agent_id in data["removed"]:
+                self._rows.pop(agent_id)
+        self._pending.clear()
+        if read_tiles:
+            self._tiles_read = time.monotonic()
+            tiles = db.run_snapshot(board.tiles, now, tz)
+            if _without_at(tiles) != _without_at(self._tiles):
+                data["floor"] = tiles
+                self._tiles = tiles
+        if data["agents"] or data["removed"] or "floor" in data:
+            frame = _frame("board.update", data)
+            for ws in list(self._sockets):
+                try:
+                    ws.send(frame)
+                except Exception:  # closed under us; its handler leaves
+                    log.debug("dropping a board frame for a closed socket", exc_info=True)
+
+    def drain(self):
+        """Close every board socket with 1012: the board reconnects to another host (issue #38)."""
+        with self._lock:
+            sockets, self._sockets = list(self._sockets), set()
+        for ws in sockets:
+            try:
+                ws.close(reason=SERVICE_RESTART, message="service_restart")
+            except Exception:
+                log.debug("closing a board socket that was already closed", exc_info=True)
+
+
+def _without_at(tiles):
+    return tiles and {key: value for key, value in tiles.items() if key != "at"}
+
+
+def _frame(event, data):
+    return json.dumps({"event": event, "data": data}, ensure_ascii=False, default=str)
+
+
+def feed(app):
+    """The app's BoardFeed, created and hung on its EventHub at the first board socket."""
+    with _feed_lock:
+        found = app.extensions.get("dialerapi.board")
+        if found is None:
+            found = app.extensions["dialerapi.board"] = BoardFeed(app)
+            app.extensions["dialerapi.events"].listeners.append(found)
+        return found
+
+
+def admit(config):
+    """None when this handshake is a supervisor's from an allowed origin, else the refusal's reason."""
+    if not auth.origin_allowed(request.headers.get("Origin"), request.headers.get("Host"), config["WS_ALLOWED_ORIGINS"]):
+        return "origin_not_allowed"
+    if any(request.args.getlist("key")):
+        return "key_in_url"
+    keys = auth.presented_keys(request.headers) + [token for token in request.args.getlist("token") if token]
+    try:
+        caller = auth.identify(keys, config)
+    except InvalidToken as exc:
+        return exc.reason
+    if caller is None or caller.role != auth.SUPERVISOR:
+        return "unauthorized"
+    return None
+
+
+def board_socket(ws):
+    """One supervisor board's connection; see the module docstring for the protocol."""
+    app = current_app._get_current_object()
+    refusal = admit(app.config)
+    if refusal:
+        return reject(ws, refusal)
+    hub = app.extensions["dialerapi.events"]
+    if not hub.take_slot(ws):
+        return None
+    board_feed = feed(app)
+    try:
+        hub.start()
+        board_feed.join(ws)
+        while ws.connected:
+            ws.receive(timeout=RECEIVE_WAKE_SECONDS)
+    finally:
+        board_feed.leave(ws)
+        hub.slots.release()
+
+
+def register(blueprint):
+    """Add /board/ws to `blueprint` (public at the HTTP layer: the handshake is checked by `admit`)."""
+    sock.route("/board/ws", bp=blueprint)(public(board_socket))

@@ -1,0 +1,226 @@
+"""The supervisor's credential, board and socket (issue #49).
+
+A supervisor's key or token opens the board, its socket and the agent report and nothing else;
+every other caller's credential is refused there (lead-intake-api.md "Authentication"; decisions.md
+D3, D9). The socket sends a snapshot on connect and one update frame per batch of changes, made by
+any process, within a second."""
+
+import json
+import threading
+import time
+from datetime import datetime
+
+import pytest
+import requests
+
+from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, mint_token, utc_text
+from dialerapi.plumbing.db import get_db
+from dialerapi.rules import agents, claims
+from dialerapi.web import agent_tokens
+from test_sockets import frame, rejected, until
+from wsclient import Client, ConnectionClosed
+
+SUPERVISOR_PATHS = {("GET", "/api/board"), ("GET", "/api/reports/agents")}
+REPORT = "/api/reports/agents?from=2026-11-21&to=2026-11-21"
+
+
+@pytest.fixture
+def floor(sql):
+    sql("INSERT INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Kavya Iyer'), (502, '4502', 'Arun Raja')")
+    sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (501, 'home_loan'), (502, 'home_loan'),"
+        " (502, 'credit_card')")
+
+
+def supervisor_token(client, name="Priya (floor 2)", **body):
+    response = client.post("/api/supervisor-tokens", json={"name": name, **body}, headers={"X-API-Key": SECRET})
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["token"]
+
+
+def every_route(app):
+    """(method, path) of every route that takes a credential, with placeholders filled in."""
+    for rule in app.url_map.iter_rules():
+        view = app.view_functions[rule.endpoint]
+        if getattr(view, "public", False):
+            continue
+        path = rule.rule.replace("<oli_id>", "OLI-1").replace("<path:filename>", "x")
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            yield method, path
+
+
+def test_a_supervisor_opens_the_board_and_the_report_and_nothing_else(app, client, floor):
+    token = supervisor_token(client)
+    routes = set(every_route(app))
+    assert SUPERVISOR_PATHS <= routes
+    for credential in ({"Authorization": f"Bearer {token}"}, {"X-API-Key": SUPERVISOR_SECRET}):
+        for method, path in sorted(routes):
+            response = client.open(REPORT if path == "/api/reports/agents" else path, method=method,
+                                   headers=credential, json={} if method == "POST" else None)
+            if (method, path) in SUPERVISOR_PATHS:
+                assert response.status_code == 200, (path, response.get_json())
+            else:
+                assert (response.status_code, response.get_json()) == (403, {"ok": False, "error": "forbidden"}), path
+
+
+@pytest.mark.parametrize("headers, status", [
+    ({"X-API-Key": SECRET}, {"/api/board": 401, REPORT: 200}),
+    ({"X-API-Key": ENGINE_SECRET}, {"/api/board": 401, REPORT: 401}),
+    ({"X-API-Key": MONITOR_SECRET}, {"/api/board": 401, REPORT: 401}),
+    ({}, {"/api/board": 401, REPORT: 401}),
+])
+def test_other_service_keys_do_not_open_the_board(client, floor, headers, status):
+    for path, expected in status.items():
+        assert client.get(path, headers=headers).status_code == expected, path
+
+
+def test_an_agent_token_does_not_open_the_board(client, floor, app):
+    with app.app_context():
+        token, _ = agent_tokens.mint(app.config, 501)
+    for path in ("/api/board", REPORT):
+        response = client.get(path, headers={"Authorization": f"Bearer {token}"})
+        assert (response.status_code, response.get_json()["error"]) == (403, "forbidden")
+
+
+def test_a_supervisor_token_cannot_mint_tokens_and_expires(client, floor, frozen_clock):
+    token = supervisor_token(client, lifetimeSeconds=60)
+    response = client.post("/api/supervisor-tokens", json={"name": "again"}, headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 403
+    frozen_clock(datetime(2026, 11, 21, 10, 1))
+    response = client.get("/api/board", headers={"Authorization": f"Bearer {token}"})
+    assert (response.status_code, response.get_json()) == (401, {"ok": False, "error": "unauthorized",
+                                                                 "reason": "token_expired"})
+
+
+@pytest.mark.parametrize("body, field", [({}, "name"), ({"name": ""}, "name"), ({"name": "x" * 65}, "name"),
+                                         ({"name": "a", "lifetimeSeconds": 0}, "lifetimeSeconds"),
+                                         ({"name": "a", "lifetimeSeconds": 86401}, "lifetimeSeconds"),
+                                         ({"name": "a", "role": "crm"}, "role")])
+def test_a_bad_token_request_is_a_400(client, body, field):
+    response = client.post("/api/supervisor-tokens", json=body, headers={"X-API-Key": SECRET})
+    assert response.status_code == 400 and field in json.dumps(response.get_json()["details"])
+
+
+def test_the_snapshot_holds_tiles_and_rows_as_the_database_has_them(client, floor, run, frozen_clock, sql):
+    frozen_clock(datetime(2026, 11, 21, 9, 0))
+    run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+    run(claims.set_availability, 502, panel_active=True, ami_idle=False)
+    frozen_clock(datetime(2026, 11, 21, 9, 30))
+    run(agents.pause, 501, "lunch")
+    frozen_clock(datetime(2026, 11, 21, 10, 0))
+    body = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
+    rows = {row["agent_id"]: row for row in body["agents"]}
+    assert (rows[501]["state"], rows[501]["pause_code"], rows[501]["since"]) == (
+        "paused", "lunch", utc_text(datetime(2026, 11, 21, 9, 30)))
+    assert rows[502]["state"] == "on_call" and rows[502]["skills"] == ["credit_card", "home_loan"]
+    tiles = {tile["form_type"]: tile for tile in body["floor"]["form_types"]}
+    assert tiles["home_loan"]["agents"] == {"free": 0, "on_call": 1, "wrap_up": 0, "paused": 1, "outbound_blocked": 0,
+                                            "panel_inactive": 0}
+    assert tiles["credit_card"]["agents"]["on_call"] == 1
+    assert {tile["abandons"]["level"] for tile in tiles.values()} == {"green"}
+
+
+# --- the socket, through a real gunicorn ------------------------------------------------------------
+
+@pytest.fixture
+def board(live_server, sql):
+    opened = []
+
+    def connect(query="", headers=None):
+        url = live_server.base_url.replace("http://", "ws://") + "/board/ws" + (f"?{query}" if query else "")
+        client = Client.connect(url, headers=headers or {})
+        opened.append(client)
+        return client
+
+    yield connect
+    for client in opened:
+        try:
+            client.close()
+        except ConnectionClosed:
+            pass
+
+
+@pytest.mark.parametrize("query, headers, reason", [
+    ("", {}, "unauthorized"),
+    ("", {"X-API-Key": SECRET}, "unauthorized"),
+    ("", {"X-API-Key": ENGINE_SECRET}, "unauthorized"),
+    ("", {"X-API-Key": MONITOR_SECRET}, "unauthorized"),
+    (f"key={SUPERVISOR_SECRET}", {}, "key_in_url"),
+    ("token=not.a-token", {}, "invalid_token"),
+    ("", {"X-API-Key": SUPERVISOR_SECRET, "Origin": "https://elsewhere.example"}, "origin_not_allowed"),
+])
+def test_the_board_socket_refuses_all_but_a_supervisor(board, floor, query, headers, reason):
+    assert rejected(board(query, headers)) == (reason, 1008)
+
+
+def test_an_agent_token_is_refused_by_the_board_socket(board, floor, live_server):
+    token = mint_token(live_server.base_url, 501)
+    assert rejected(board(f"token={token}")) == ("unauthorized", 1008)
+
+
+def test_changes_by_other_processes_reach_the_board_within_a_second(board, floor, app, live_server):
+    """The snapshot on connect, then a pause and 16 agents' state changes made at once by this
+    process (another than the server's) each reach the board in one update frame per batch."""
+    with app.app_context():
+        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+    token = requests.post(live_server.url("/api/supervisor-tokens"), json={"name": "Priya"},
+                          headers={"X-API-Key": SECRET}, timeout=10).json()["token"]
+    client = board(f"token={token}")
+    snapshot = frame(client)
+    assert snapshot["event"] == "board.snapshot"
+    rows = {row["agent_id"]: row for row in snapshot["data"]["agents"]}
+    assert rows[501]["state"] == "free" and rows[502]["state"] == "panel_inactive"
+    assert snapshot["data"]["settings"]["pause_alert_seconds"] == 900
+    assert [tile["form_type"] for tile in snapshot["data"]["floor"]["form_types"]] == ["credit_card", "home_loan"]
+
+    with app.app_context():
+        get_db().run(agents.pause, 501, "tea")
+    update = until(client, lambda m: m["event"] == "board.update" and any(
+        row["agent_id"] == 501 for row in m["data"]["agents"]), timeout=1.0)
+    row = next(row for row in update["data"]["agents"] if row["agent_id"] == 501)
+    assert (row["state"], row["pause_code"]) == ("paused", "tea")
+
+    # 16 agents at once: every row arrives, in fewer frames than rows.
+    for agent_id in range(601, 617):
+        with app.app_context():
+            get_db().run(agents.save_agent, agent_id, str(5000 + agent_id), f"Agent {agent_id}", ["home_loan"])
+    barrier = threading.Barrier(16)
+
+    def actor(agent_id):
+        with app.app_context():
+            barrier.wait()
+            get_db().run(claims.set_availability, agent_id, panel_active=True, ami_idle=False)
+
+    threads = [threading.Thread(target=actor, args=(agent_id,)) for agent_id in range(601, 617)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seen, frames = {}, 0
+    deadline = time.monotonic() + 1.5
+    while len([a for a, s in seen.items() if s == "on_call"]) < 16 and time.monotonic() < deadline:
+        message = until(client, lambda m: m["event"] == "board.update", timeout=max(0.05, deadline - time.monotonic()))
+        if message["data"]["agents"]:
+            frames += 1
+        seen.update({row["agent_id"]: row["state"] for row in message["data"]["agents"]})
+    assert {agent_id: seen.get(agent_id) for agent_id in range(601, 617)} == dict.fromkeys(range(601, 617), "on_call")
+    assert frames < 16, "one frame per batch of changes, not per agent"
+
+
+def test_a_removed_agent_leaves_the_board(board, floor, app, live_server):
+    client = board("", {"X-API-Key": SUPERVISOR_SECRET})
+    assert {row["agent_id"] for row in frame(client)["data"]["agents"]} == {501, 502}
+    with app.app_context():
+        get_db().run(claims.set_availability, 502, panel_active=True)
+        get_db().run(agents.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
+    update = until(client, lambda m: m["event"] == "board.update" and 502 in m["data"]["removed"], timeout=1.0)
+    assert 502 not in {row["agent_id"] for row in update["data"]["agents"]}
+
+
+def test_the_board_page_is_served_with_its_policy(client):
+    page = client.get("/board/")
+    assert page.status_code == 200 and b"board.js" in page.data
+    assert "script-src" not in page.headers["Content-Security-Policy"] and "default-src 'self'" in page.headers[
+        "Content-Security-Policy"]
+    assert client.get("/board/board.js").status_code == 200
+    assert client.get("/board/settings.py").status_code == 404
+    assert client.get("/board").status_code == 308
