@@ -164,9 +164,10 @@ def test_a_closed_day_is_rolled_up_and_read_back_the_same(floor_agent, engine_st
     shift(engine_state, run, frozen_clock, tz, new_lead, open_missed_activity)
     later = at(9, 0, day=DAY + timedelta(days=1))
     frozen_clock(later)
-    assert run(agent_states.days_to_roll_up, later, tz, 90) == [DAY]
+    assert run(agent_states.days_to_roll_up, later, tz, 90) == [DAY, DAY + timedelta(days=1)]
     assert run(agent_states.roll_up, DAY, later, tz) == 1
-    assert run(agent_states.days_to_roll_up, later, tz, 90) == []
+    assert run(agent_states.days_to_roll_up, later, tz, 90) == [DAY + timedelta(days=1)], "today is always rolled"
+    assert run(agent_states.roll_up, DAY, later, tz) == 0, "a day rolled up to its end is done"
     stored = sql.one("SELECT report FROM dialerapi_agent_days WHERE agent_id = 501 AND day = %s", DAY)
     assert json.loads(stored["report"]) == SHIFT
     # The report reads the roll-up: the history of that day no longer matters to it.
@@ -246,3 +247,30 @@ def test_a_call_begun_this_very_second_is_on_the_board(floor_agent, engine_state
     engine_state(at(9, 10), ami_idle=False)
     row = run(agent_states.board_rows, at(9, 10), tz)[0]
     assert (row["state"], row["since"], row["calls"]) == ("on_call", utc_text(at(9, 10)), 1)
+
+
+@pytest.mark.parametrize("rolled_at", [at(9, 10), at(9, 12), at(10, 7), at(10, 12)])
+def test_today_rolled_up_mid_shift_and_the_history_after_it_add_up_to_the_same(
+        floor_agent, engine_state, run, frozen_clock, tz, new_lead, open_missed_activity, sql, rolled_at):
+    """The job rolls today up every ten minutes; the report and the board add the history after it.
+    Rolled at a call's first second (09:10), mid-call, at a call's last second and mid-block: the
+    same figures as from the history alone, each call counted once."""
+    floor_agent(501, panel_active=0)
+    shift(engine_state, run, frozen_clock, tz, new_lead, open_missed_activity)
+    run(agent_states.roll_up, DAY, rolled_at, tz)
+    assert run(agent_states.report, DAY, DAY, at(11, 0), tz)["days"] == [SHIFT]
+    row = run(agent_states.board_rows, at(11, 0), tz)[0]
+    assert (row["calls"], row["talk_seconds"]) == (SHIFT["calls"], SHIFT["talk_seconds"])
+    run(agent_states.roll_up, DAY, at(11, 0), tz)
+    assert run(agent_states.report, DAY, DAY, at(11, 0), tz)["days"] == [SHIFT]
+
+
+def test_the_job_rolls_up_each_day_once_per_tick(app, floor_agent, engine_state, run, frozen_clock, tz, new_lead,
+                                                 open_missed_activity, sql):
+    from dialerapi.upkeep import jobs
+    floor_agent(501, panel_active=0)
+    shift(engine_state, run, frozen_clock, tz, new_lead, open_missed_activity)
+    frozen_clock(at(9, 0, day=DAY + timedelta(days=1)))
+    assert jobs.roll_up_tick(app) == {"2026-11-21": 1, "2026-11-22": 0}
+    assert jobs.roll_up_tick(app) is None, "another process's tick: skipped"
+    assert sql.one("SELECT rolled_to_utc FROM dialerapi_agent_days")["rolled_to_utc"] == utc_naive(at(0, 0, day=DAY + timedelta(days=1)))

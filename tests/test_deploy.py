@@ -85,6 +85,27 @@ def test_the_websocket_through_the_proxy(proxied, sql):
     assert '"GET /ws HTTP/1.1" 101' in logged and token not in logged and "token=" not in logged
 
 
+def test_the_board_socket_through_the_proxy(proxied, sql):
+    """/board/ws (issue #49) is upgraded by the shipped site as /ws is, and its token stays out of the log."""
+    sql("INSERT INTO sales_agents (id, extension, name) VALUES (501, '4501', 'Kavya')")
+    status, _, answer = request("POST", proxied, "/api/supervisor-tokens", json.dumps({"name": "Priya"}).encode(),
+                                {"X-API-Key": SECRET, "Content-Type": "application/json"})
+    assert status == 201
+    token = json.loads(answer)["token"]
+    client = Client.connect(f"ws://127.0.0.1:{proxied}/board/ws?token={token}",
+                            headers={"Origin": f"http://127.0.0.1:{proxied}"})
+    try:
+        snapshot = json.loads(client.receive(timeout=5))
+        assert snapshot["event"] == "board.snapshot" and [row["agent_id"] for row in snapshot["data"]["agents"]] == [501]
+    finally:
+        client.close()
+    deadline = time.monotonic() + 5
+    while "/board/ws" not in ACCESS_LOG["path"].read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    logged = ACCESS_LOG["path"].read_text()
+    assert '"GET /board/ws HTTP/1.1" 101' in logged and token not in logged
+
+
 @pytest.mark.parametrize("origin, first", [
     ("http://127.0.0.1:{port}", "dialer.outbound_blocked"),
     ("http://127.0.0.1:1", "server_error"),

@@ -21,16 +21,15 @@ from dialerapi.rules.states import unavailable_reason
 # unavailable_reason's answer -> the state's name, as /engine/floor counts agents (issue #29).
 STATES = {None: "free", "ami_busy": "on_call", "wrap_up": "wrap_up", "paused": "paused",
           "outbound_blocked": "outbound_blocked", "panel_inactive": "panel_inactive"}
-# The report's seconds per state; a pause is also counted per code in `pause`.
-REPORT_STATES = ("free", "on_call", "wrap_up", "outbound_blocked", "paused")
 REPORT_COLUMNS = ("agent_id", "day", "login_seconds", "free_seconds", "talk_seconds", "wrap_up_seconds",
                   "blocked_seconds", "pause_seconds", "calls", "answered_calls", "pause")
 # A report covers at most this many days: a quarter, well inside AGENT_STATE_RETENTION_DAYS' default.
 MAX_REPORT_DAYS = 92
 PRUNE_BATCH = 5000
-# Rows of the history read per statement when rolling up or reporting, so a month of a large floor
-# never sits in memory at once.
-READ_AGENTS = 200
+# A history row's moment is taken in its transaction, which may commit a while later (a statement
+# waits at most 60 s, and Galera applies a node's commits on the others a moment after): a roll-up
+# reaches no nearer to now than this, so no row can commit behind it.
+LATE_COMMIT = timedelta(seconds=120)
 
 
 def record(conn, agent_ids, at_utc=None):
@@ -54,8 +53,8 @@ def state_of(row, now):
 
 
 def _settled(row):
-    """The state of a history row once its wrap-up (if any) is over."""
-    return STATES[unavailable_reason({**row, "wrapup_until": None}, None)]
+    """The state of a history row once its wrap-up (if any) is over: the rule read at the end of time."""
+    return STATES[unavailable_reason(row, datetime.max)]
 
 
 def pieces(row, start, end, tz):
@@ -91,18 +90,19 @@ _SECONDS = {"free": "free_seconds", "on_call": "talk_seconds", "wrap_up": "wrap_
             "outbound_blocked": "blocked_seconds", "paused": "pause_seconds"}
 
 
-def days_from_history(rows, first_day, last_day, end_utc, tz):
+def days_from_history(rows, first_day, last_day, start_utc, end_utc, tz, through_end):
     """Report rows {(agent_id, day): row} from history `rows` (queries.state_rows: per agent in
-    order, each with `ends_utc`, the first the last row before the range) over the wall-clock days
-    first_day..last_day of `tz`, counting no time after `end_utc` (naive UTC: now, for today).
+    order, each with `ends_utc`, the first the last row before `start_utc`) over the wall-clock days
+    first_day..last_day of `tz`, counting the time from `start_utc` to `end_utc` (naive UTC).
 
-    A call is a change into on_call, counted on the day it starts; answered calls are added by the
-    caller. login_seconds is every second not panel_inactive, so it is the sum of the free, talk,
-    wrap-up, blocked and pause seconds.
+    A call is a change into on_call, counted on the day it starts, from `start_utc` to before
+    `end_utc`, or to `end_utc` itself when `through_end` (the end is now: a call that began this
+    very second counts already); answered calls are added by the caller. login_seconds is every
+    second not panel_inactive, so it is the sum of the free, talk, wrap-up, blocked and pause seconds.
     """
     bounds = [(first_day + timedelta(days=n), *_day_bounds(first_day + timedelta(days=n), tz))
               for n in range((last_day - first_day).days + 1)]
-    range_start, range_end = bounds[0][1], min(bounds[-1][2], end_utc)
+    range_start, range_end = max(bounds[0][1], start_utc), min(bounds[-1][2], end_utc)
     report = {}
     previous = (None, None)  # (agent_id, state of the agent's previous row)
     for row in rows:
@@ -110,74 +110,105 @@ def days_from_history(rows, first_day, last_day, end_utc, tz):
         start = max(row["at_utc"], range_start)
         end = min(row["ends_utc"] or range_end, range_end)
         for state, code, piece_start, piece_end in pieces(row, start, end, tz) if start < end else ():
+            if state == "panel_inactive":  # not logged in: no time of the report's
+                continue
             for day, day_start, day_end in bounds:
                 seconds = int((min(piece_end, day_end) - max(piece_start, day_start)).total_seconds())
                 if seconds <= 0:
                     continue
                 entry = report.setdefault((agent_id, day), empty_day(agent_id, day))
-                if state != "panel_inactive":
-                    entry["login_seconds"] += seconds
-                    entry[_SECONDS[state]] += seconds
+                entry["login_seconds"] += seconds
+                entry[_SECONDS[state]] += seconds
                 if code:
                     entry["pause"][code] = entry["pause"].get(code, 0) + seconds
         state = _settled(row)
-        # A call that began this very second (at the range's end, when that is now) counts already.
-        if state == "on_call" and previous != (agent_id, "on_call") and range_start <= row["at_utc"] <= range_end:
-            day = next((day for day, day_start, day_end in bounds if day_start <= row["at_utc"] < day_end), None)
+        at = row["at_utc"]
+        if state == "on_call" and previous != (agent_id, "on_call") and range_start <= at \
+                and (at < range_end or (through_end and at == range_end)):
+            day = next((day for day, day_start, day_end in bounds if day_start <= at < day_end), None)
             if day is not None:
                 report.setdefault((agent_id, day), empty_day(agent_id, day))["calls"] += 1
         previous = (agent_id, state)
     return report
 
 
-def _wall_day_range(first_day, last_day):
-    return datetime.combine(first_day, time()), datetime.combine(last_day + timedelta(days=1), time())
-
-
-def report_days(conn, first_day, last_day, now_utc, tz, agent_ids=None):
+def report_days(conn, first_day, last_day, tz, start_utc, end_utc, agent_ids=None, through_end=True):
     """The agent time report of the wall-clock days first_day..last_day (dates, DB_TIMEZONE) from the
-    history, for every agent or only `agent_ids`: [row] ordered by agent_id and day, each row
-    REPORT_COLUMNS (seconds; `day` YYYY-MM-DD; `pause` {code: seconds}). Time after `now_utc` (naive
-    UTC) is not counted. An agent and day with no time and no call has no row."""
-    first_utc = _day_bounds(first_day, tz)[0]
-    # Rows of the second `now_utc` is in are read too: a change made this second is on the board.
-    last_utc = min(_day_bounds(last_day, tz)[1], now_utc + timedelta(seconds=1))
+    history between `start_utc` and `end_utc` (naive UTC, within those days; `through_end`: the end
+    is now, see days_from_history), for every agent or only `agent_ids`: {(agent_id, day): row},
+    each row REPORT_COLUMNS (seconds; `day` YYYY-MM-DD; `pause` {code: seconds}). An agent and day
+    with no time and no call has no row."""
     selector = {"all_agents": agent_ids is None, "agent_ids": tuple(agent_ids or ()) or (0,)}
-    rows = queries.state_rows(conn, from_utc=first_utc, to_utc=last_utc, **selector)
-    report = days_from_history(rows, first_day, last_day, now_utc, tz)
-    from_wall, to_wall = _wall_day_range(first_day, last_day)
-    for row in queries.answered_calls(conn, from_wall=from_wall, to_wall=to_wall, **selector):
+    # With `through_end`, the rows of the second `end_utc` is in are read too: a change made this
+    # second is on the board.
+    read_to = end_utc + timedelta(seconds=1) if through_end else end_utc
+    rows = queries.state_rows(conn, from_utc=start_utc, to_utc=read_to, **selector)
+    report = days_from_history(rows, first_day, last_day, start_utc, end_utc, tz, through_end)
+    for row in queries.answered_calls(conn, from_wall=clock.wall(_aware(start_utc), tz),
+                                      to_wall=clock.wall(_aware(read_to), tz), **selector):
         entry = report.setdefault((row["agent_id"], row["day"]), empty_day(row["agent_id"], row["day"]))
         entry["answered_calls"] += int(row["answered"])
-    return [report[key] for key in sorted(report)]
+    return report
+
+
+def _aware(moment):
+    return moment.replace(tzinfo=timezone.utc)
+
+
+def _add(report, rows):
+    """Add report `rows` ({(agent_id, day): row}) into `report` (the same shape), column by column."""
+    for key, row in rows.items():
+        entry = report.get(key)
+        if entry is None:
+            report[key] = row
+            continue
+        for column in REPORT_COLUMNS[2:-1]:
+            entry[column] += row[column]
+        for code, seconds in row["pause"].items():
+            entry["pause"][code] = entry["pause"].get(code, 0) + seconds
+
+
+def days_report(conn, first_day, last_day, now_utc, tz, agent_ids=None):
+    """{(agent_id, day): report row} over the wall-clock days first_day..last_day up to `now_utc`:
+    each day's roll-up (dialerapi_agent_days) as far as it reaches, and the history after it."""
+    rolled = {row["day"]: row["rolled_to_utc"]
+              for row in queries.rolled_days(conn, first_day=first_day, last_day=last_day)}
+    selector = {"all_agents": agent_ids is None, "agent_ids": tuple(agent_ids or ()) or (0,)}
+    report = {}
+    if rolled:
+        for row in queries.agent_days(conn, first_day=first_day, last_day=last_day, **selector):
+            day_row = json.loads(row["report"])
+            report[(day_row["agent_id"], row["day"])] = day_row
+    day = first_day
+    while day <= last_day:
+        start = rolled.get(day) or _day_bounds(day, tz)[0]
+        if start >= min(_day_bounds(day, tz)[1], now_utc):
+            day += timedelta(days=1)
+            continue
+        # The days after it with no roll-up at all are read with it, in one statement.
+        run_end = day
+        while run_end < last_day and run_end + timedelta(days=1) not in rolled:
+            run_end += timedelta(days=1)
+        end = min(_day_bounds(run_end, tz)[1], now_utc)
+        if start <= end:
+            _add(report, report_days(conn, day, run_end, tz, start, end, agent_ids, through_end=end == now_utc))
+        day = run_end + timedelta(days=1)
+    return report
 
 
 def report(conn, first_day, last_day, now, tz, agent_ids=None):
     """The agent time report (issue #49; `dialerapi report agents`, GET /api/reports/agents) over the
     wall-clock days first_day..last_day (dates, DB_TIMEZONE; at most MAX_REPORT_DAYS), at wall-clock
     `now`: {"from", "to", "timezone", "days": [row per agent and day, REPORT_COLUMNS], "agents":
-    [totals per agent, the same columns without `day`]}. Seconds throughout. Closed days come from
-    their roll-up (dialerapi_agent_days) when the job has made it, the others from the history.
-    Raises ValueError for a range that is backwards or longer than MAX_REPORT_DAYS."""
+    [totals per agent, the same columns without `day`]}. Seconds throughout. Each day comes from its
+    roll-up (dialerapi_agent_days, made by the job every ROLL_UP_SECONDS, today's too) and the
+    history after it. Raises ValueError for a range that is backwards or longer than MAX_REPORT_DAYS."""
     if last_day < first_day:
         raise ValueError("the range ends before it starts")
     if (last_day - first_day).days + 1 > MAX_REPORT_DAYS:
         raise ValueError(f"the range is over {MAX_REPORT_DAYS} days")
-    now_utc = clock.to_utc(now, tz)
-    rolled = {row["day"] for row in queries.rolled_days(conn, first_day=first_day, last_day=last_day)}
-    selector = {"all_agents": agent_ids is None, "agent_ids": tuple(agent_ids or ()) or (0,)}
-    days = [json.loads(row["report"]) for row in
-            queries.agent_days(conn, first_day=first_day, last_day=last_day, **selector)] if rolled else []
-    day = first_day
-    while day <= last_day:
-        if day not in rolled:
-            run_end = day
-            while run_end + timedelta(days=1) <= last_day and run_end + timedelta(days=1) not in rolled:
-                run_end += timedelta(days=1)
-            days += report_days(conn, day, run_end, now_utc, tz, agent_ids)
-            day = run_end
-        day += timedelta(days=1)
-    days.sort(key=lambda row: (row["agent_id"], row["day"]))
+    rows = days_report(conn, first_day, last_day, clock.to_utc(now, tz), tz, agent_ids)
+    days = [rows[key] for key in sorted(rows)]
     return {"from": first_day.isoformat(), "to": last_day.isoformat(), "timezone": str(tz),
             "days": days, "agents": totals(days)}
 
@@ -197,30 +228,41 @@ def totals(days):
 
 
 def roll_up(conn, day, now, tz):
-    """Store the report rows of the closed wall-clock `day` (a date before `now`'s day) in
-    dialerapi_agent_days, one per agent with time that day; returns how many. Running it again
-    writes the same rows."""
+    """Bring the roll-up of the wall-clock `day` (a date, DB_TIMEZONE) in dialerapi_agent_days up to
+    LATE_COMMIT before `now` (wall-clock; the day's end once that is past): its rows so far plus the
+    history since they were made, one row per agent with time that day. Returns how many rows it wrote. Run by the job
+    every ROLL_UP_SECONDS for today and every closed day not rolled up to its end."""
     now_utc = clock.to_utc(now, tz)
-    rows = report_days(conn, day, day, now_utc, tz)
-    for row in rows:
-        queries.upsert_agent_day(conn, agent_id=row["agent_id"], day=day, report=json.dumps(row),
-                                 rolled_at_utc=now_utc)
+    day_start, day_end = _day_bounds(day, tz)
+    end = min(day_end, now_utc - LATE_COMMIT)
+    rolled = {row["day"]: row["rolled_to_utc"] for row in queries.rolled_days(conn, first_day=day, last_day=day)}
+    start = rolled.get(day) or day_start
+    if start >= end:
+        return 0
+    rows = {}
+    if day in rolled:
+        for row in queries.agent_days(conn, first_day=day, last_day=day, all_agents=True, agent_ids=(0,)):
+            day_row = json.loads(row["report"])
+            rows[(day_row["agent_id"], day)] = day_row
+    added = report_days(conn, day, day, tz, start, end, through_end=False)
+    _add(rows, added)
+    # Every agent's row moves its rolled_to_utc, so the day's reach is the same for all of them.
+    for key in sorted(rows):
+        queries.upsert_agent_day(conn, agent_id=key[0], day=day, report=json.dumps(rows[key]), rolled_to_utc=end)
     return len(rows)
 
 
 def days_to_roll_up(conn, now, tz, retention_days):
-    """The closed wall-clock days (dates before `now`'s day, within `retention_days`) with history
-    and no roll-up yet, oldest first."""
+    """The wall-clock days (dates, within `retention_days` of `now`'s) with history whose roll-up
+    does not reach their end yet, oldest first; today always, when there is history."""
     first = queries.first_state_at(conn)
     if first is None:
         return []
     today = now.date()
-    start = max(clock.wall(first.replace(tzinfo=timezone.utc), tz).date(),
-                today - timedelta(days=retention_days))
-    if start >= today:
-        return []
-    rolled = {row["day"] for row in queries.rolled_days(conn, first_day=start, last_day=today)}
-    return [start + timedelta(days=n) for n in range((today - start).days) if start + timedelta(days=n) not in rolled]
+    start = max(clock.wall(_aware(first), tz).date(), today - timedelta(days=retention_days))
+    rolled = {row["day"]: row["rolled_to_utc"] for row in queries.rolled_days(conn, first_day=start, last_day=today)}
+    days = [start + timedelta(days=n) for n in range((today - start).days + 1)]
+    return [day for day in days if day == today or rolled.get(day) is None or rolled[day] < _day_bounds(day, tz)[1]]
 
 
 def prune(conn, before_utc):
@@ -240,8 +282,7 @@ def board_rows(conn, now, tz, agent_ids=None):
     agents = list(queries.board_agents(conn, **selector))
     today = now.date()
     now_utc = clock.to_utc(now, tz)
-    days = {row["agent_id"]: row for row in report_days(conn, today, today, now_utc, tz,
-                                                        None if agent_ids is None else agent_ids)}
+    days = {agent_id: row for (agent_id, _), row in days_report(conn, today, today, now_utc, tz, agent_ids).items()}
     out = []
     for agent in agents:
         state = state_of(agent, now)

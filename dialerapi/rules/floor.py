@@ -9,14 +9,13 @@ form_type); this is what it paces on. Read in one snapshot (plumbing.db.Database
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 from dialerapi.rules import abandons, callbacks, dialstate
+# An agent's state on the floor, from dialstate.unavailable_reason (the one rule of who may take a
+# call), in that rule's order: the first reason that applies names the state.
+from dialerapi.rules.agent_states import STATES
 
 # Due leads are counted up to this many per form_type: enough to pace on, and a bounded index read
 # (at most this many entries per claim bucket) on a table of any size.
 DUE_CAP = 100
-# An agent's state on the floor, from dialstate.unavailable_reason (the one rule of who may take a
-# call), in that rule's order: the first reason that applies names the state.
-STATES = {None: "free", "ami_busy": "on_call", "wrap_up": "wrap_up", "paused": "paused",
-          "outbound_blocked": "outbound_blocked", "panel_inactive": "panel_inactive"}
 
 
 def floor_state(conn, now, form_type, tz):

@@ -32,8 +32,8 @@ BLOCKING_SECONDS = 10
 # Leads no push worked out the phone facts of (issue #30): a batch every tick until none is left.
 PHONE_FACTS_SECONDS = 10
 PRUNE_SECONDS = 3600
-# Closed days of the agent state history are rolled up for the agent report (issue #49) within this
-# long of midnight.
+# The agent state history is rolled up per agent and day this often (issue #49), today's too: a
+# report or a board reads the roll-ups and at most this long (plus agent_states.LATE_COMMIT) of history.
 ROLL_UP_SECONDS = 600
 # Outbox rows only need to outlive the 0.5 s tailing interval; an hour leaves room to look at them.
 OUTBOX_KEEP = timedelta(hours=1)
@@ -173,9 +173,9 @@ def prune_tick(app):
 
 
 def roll_up_tick(app):
-    """Roll up each closed day of the agent state history not rolled up yet (agent_states.roll_up,
-    issue #49), one transaction per day, once per tick across workers and hosts; returns
-    {day: agents} of the days rolled up."""
+    """Bring the roll-up of today and of each day not rolled up to its end up to date
+    (agent_states.roll_up, issue #49), one transaction per day, once per tick across workers and
+    hosts; returns {day: rows written}."""
     with app.app_context():
         db = get_db()
         tz = app.config["DB_TIMEZONE"]

@@ -8,9 +8,10 @@
 --   state lasts until the agent's next row; a wrap-up ends at its `wrapup_until` (wall-clock
 --   DB_TIMEZONE, as in sales_agents) with no row of its own. `at_utc`: the moment, naive UTC to
 --   the second (decisions.md D2: an exact instant, whatever a fall-back night does to wall-clock).
--- dialerapi_agent_days: the agent time report of one agent and one closed wall-clock day
---   (DB_TIMEZONE), rolled up from the history once the day is over (jobs.agent_days_tick), so a
---   report over a month reads a row per agent and day rather than every change. Seconds.
+-- dialerapi_agent_days: the agent time report of one agent and one wall-clock day (DB_TIMEZONE),
+--   rolled up from the history up to `rolled_to_utc` (naive UTC; the day's end once it is over) by
+--   the job every ten minutes (jobs.roll_up_tick), so a report over a month, or the board's
+--   today, reads a row per agent and day and only the history after it. Seconds.
 -- New tables only: the previous release never reads them and serves on this schema.
 -- depends: 0017.lead-events
 
@@ -31,7 +32,7 @@ CREATE TABLE dialerapi_agent_days (
   agent_id BIGINT NOT NULL,
   day DATE NOT NULL,
   report TEXT NOT NULL,
-  rolled_at_utc DATETIME NOT NULL,
+  rolled_to_utc DATETIME NOT NULL,
   PRIMARY KEY (agent_id, day),
   KEY ix_agent_days_day (day)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;

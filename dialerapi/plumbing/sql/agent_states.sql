@@ -83,10 +83,10 @@ WHERE at_utc < :before
 ORDER BY at_utc
 LIMIT :max_rows;
 
--- name: upsert_agent_day(agent_id, day, report, rolled_at_utc)!
-INSERT INTO dialerapi_agent_days (agent_id, day, report, rolled_at_utc)
-VALUES (:agent_id, :day, :report, :rolled_at_utc)
-ON DUPLICATE KEY UPDATE report = VALUES(report), rolled_at_utc = VALUES(rolled_at_utc);
+-- name: upsert_agent_day(agent_id, day, report, rolled_to_utc)!
+INSERT INTO dialerapi_agent_days (agent_id, day, report, rolled_to_utc)
+VALUES (:agent_id, :day, :report, :rolled_to_utc)
+ON DUPLICATE KEY UPDATE report = VALUES(report), rolled_to_utc = VALUES(rolled_to_utc);
 
 -- name: agent_days(first_day, last_day, all_agents, agent_ids)
 SELECT agent_id, day, report FROM dialerapi_agent_days
@@ -94,8 +94,10 @@ WHERE day >= :first_day AND day <= :last_day AND (:all_agents OR agent_id IN :ag
 ORDER BY agent_id, day;
 
 -- name: rolled_days(first_day, last_day)
--- The days of the range already rolled up (a day is rolled up for every agent at once).
-SELECT DISTINCT day FROM dialerapi_agent_days WHERE day >= :first_day AND day <= :last_day;
+-- The days of the range with a roll-up, each with the moment it reaches (a day is rolled up for
+-- every agent at once: the least of its rows').
+SELECT day, MIN(rolled_to_utc) AS rolled_to_utc FROM dialerapi_agent_days
+WHERE day >= :first_day AND day <= :last_day GROUP BY day;
 
 -- name: first_state_at()$
 SELECT MIN(at_utc) FROM dialerapi_agent_states;
