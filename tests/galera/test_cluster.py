@@ -269,6 +269,27 @@ def test_settles_through_two_nodes_count_every_call_once_without_a_conflict(host
         assert state["form_types"][0]["abandons"]["windows"]["today"]["answered"] == 3 * 12
 
 
+def test_agent_states_changed_through_two_nodes_are_each_recorded_once(hosts, node_url, sql, agents):
+    """Issue #49: 16 agents' states changed at once through two hosts on two nodes, each change in
+    its own transaction: every node holds the same history, one row per change, and each agent's
+    last row is the agent as sales_agents holds them."""
+
+    def change(agent_id):
+        app = hosts["AB"[agent_id % 2]]
+        for step in range(6):
+            body = {"agent_id": agent_id, "ami_idle": step % 2 == 1}
+            response = app.test_client().post("/engine/agent-state", headers=ENGINE, json=body)
+            assert response.status_code == 200, response.get_json()
+
+    at_once(change, agents)
+    rows = same_on_every_node(node_url, "SELECT agent_id, ami_idle FROM dialerapi_agent_states ORDER BY agent_id, at_utc, id")
+    for agent_id in agents:
+        mine = [row["ami_idle"] for row in rows if row["agent_id"] == agent_id]
+        assert mine == [0, 1, 0, 1, 0, 1], (agent_id, mine)
+    current = {row["id"]: row["ami_idle"] for row in sql("SELECT id, ami_idle FROM sales_agents")}
+    assert all(current[agent_id] == 1 for agent_id in agents)
+
+
 def test_a_job_runs_once_per_tick_across_hosts_on_two_nodes(node_url):
     databases = [Database(node_url(*((1, 2, 3) if i % 2 else (2, 3, 1))), pool_size=1) for i in range(ACTORS)]
     try:
