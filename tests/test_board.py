@@ -119,6 +119,23 @@ def test_the_snapshot_holds_tiles_and_rows_as_the_database_has_them(client, floo
     assert {tile["abandons"]["level"] for tile in tiles.values()} == {"green"}
 
 
+def test_the_tiles_tell_ringing_from_holding(client, floor, new_lead, make_live, open_missed_activity, sql):
+    """A live call not answered rings; one answered in this reservation and not taken by an agent
+    holds; one with an agent connected is neither (issue #49 item 3)."""
+    for oli_id in ("RING", "HOLD", "TALK", "OLD"):
+        new_lead(oli_id, form_type="credit_card")
+    at = datetime(2026, 11, 21, 9, 59)
+    make_live("RING", reserved_at=at)
+    make_live("HOLD", reserved_at=at, call_answered_at=datetime(2026, 11, 21, 9, 59, 20))
+    make_live("TALK", reserved_at=at, call_answered_at=datetime(2026, 11, 21, 9, 59, 20))
+    open_missed_activity("TALK", agent_id=502, connected_at=datetime(2026, 11, 21, 9, 59, 30))
+    # Answered in an earlier reservation: ringing again now.
+    make_live("OLD", reserved_at=at, call_answered_at=datetime(2026, 11, 21, 9, 0))
+    body = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
+    calls = next(tile["calls"] for tile in body["floor"]["form_types"] if tile["form_type"] == "credit_card")
+    assert calls == {"reserved": 4, "connected": 1, "not_connected": 3, "ringing": 2, "holding": 1}
+
+
 # --- the socket, through a real gunicorn ------------------------------------------------------------
 
 @pytest.fixture

@@ -173,6 +173,24 @@ def test_the_board_follows_the_floor_as_calls_are_played(board, browser, floor, 
     assert spent, "the updates were applied by the page's script"
 
 
+@pytest.mark.parametrize("width, height", [(1366, 768), (3840, 2160)])
+def test_the_board_fits_a_laptop_and_a_wall_screen(board, browser, floor, live_server, width, height):
+    """Usable at 1366x768 and on a wall screen: no sideways scrolling, every column on screen, and
+    the text grows with the screen."""
+    browser.set_window_size(width, height)
+    try:
+        board()
+        sizes = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
+            " document.querySelector('#agents').getBoundingClientRect().right,"
+            " parseFloat(getComputedStyle(document.documentElement).fontSize)];")
+        scroll_width, client_width, table_right, font_px = sizes
+        assert scroll_width <= client_width and table_right <= client_width, sizes
+        assert font_px >= (20 if width > 3000 else 13), sizes
+    finally:
+        browser.set_window_size(1366, 768)
+
+
 def test_a_refused_board_says_why_and_does_not_retry(browser, live_server):
     browser.get(f"{live_server.base_url}/board/#token=forged.token")
     wait_for(browser, lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "refused",

@@ -336,6 +336,9 @@ class BoardFloorSchema(EngineFloorResponseSchema):
         exclude = ("ok",)
 
     at = fields.String(required=True, metadata={"example": "2026-11-21T10:00:05Z", "description": "UTC"})
+    form_types = fields.List(fields.Nested(FloorFormTypeSchema), required=True, metadata={
+        "description": "As /engine/floor's, with `abandons.level` (green, amber, red) and `calls.ringing` and "
+                       "`calls.holding` (answered, waiting for an agent), which add up to `calls.not_connected`"})
 
 
 class BoardAgentSchema(Schema):

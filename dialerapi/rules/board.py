@@ -7,6 +7,7 @@ over_limit, rules.abandons), "amber" when a window's rate is within AMBER_POINTS
 """
 
 from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
 from dialerapi.rules import agent_states, floor
 
 # Amber within half a percentage point of the limit (rates and the limit are fractions).
@@ -26,10 +27,15 @@ def level(abandons):
 
 def tiles(conn, now, tz):
     """The floor at wall-clock `now` (floor.floor_state, read in the caller's snapshot transaction)
-    with `level` in each form_type's abandons and `at` (ISO 8601 UTC)."""
+    with `level` in each form_type's abandons, its not-connected calls split into `ringing` and
+    `holding` (answered, waiting for an agent) in `calls`, and `at` (ISO 8601 UTC)."""
     state = floor.floor_state(conn, now, None, tz)
+    holding = {row["form_type"]: int(row["holding"]) for row in queries.floor_holding(conn)}
     for form_type in state["form_types"]:
         form_type["abandons"]["level"] = level(form_type["abandons"])
+        calls = form_type["calls"]
+        calls["holding"] = min(holding.get(form_type["form_type"], 0), calls["not_connected"])
+        calls["ringing"] = calls["not_connected"] - calls["holding"]
     return {"at": clock.format_utc(clock.to_utc(now, tz)), **state}
 
 

@@ -86,3 +86,13 @@ LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abando
               OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
            GROUP BY form_type) AS period ON period.form_type = ft.form_type
 ORDER BY ft.form_type;
+
+-- name: floor_holding()
+-- Per form_type, the live calls answered and waiting for an agent (the supervisor's board, issue
+-- #49): answered in this reservation (call_answered_at, abandons.mark_answered, not before
+-- reserved_at) and no call-connected yet. The rest of floor_calls' not-connected calls are ringing.
+SELECT m.form_type, COUNT(*) AS holding
+FROM sales_master AS m
+WHERE m.dial_status = 'Calling' AND m.isReserved = 1 AND m.call_answered_at >= m.reserved_at
+  AND NOT EXISTS (SELECT 1 FROM sales_missed_activities AS x WHERE x.lead_id = m.id AND x.ended_at IS NULL)
+GROUP BY m.form_type;

@@ -124,13 +124,14 @@
       ["free", ft.agents.free], ["on_call", ft.agents.on_call], ["wrap_up", ft.agents.wrap_up],
       ["paused", ft.agents.paused], ["outbound_blocked", ft.agents.outbound_blocked],
       ["panel_inactive", ft.agents.panel_inactive],
-      ["calls_connected", ft.calls.connected], ["calls_waiting", ft.calls.not_connected],
+      ["calls_connected", ft.calls.connected], ["calls_ringing", ft.calls.ringing],
+      ["calls_holding", ft.calls.holding],
       ["leads_due", ft.leads_due_capped ? cap + "+" : ft.leads_due],
       ["personal_callbacks", personal.owner_free + personal.owner_busy + personal.past_fallback]
     ];
     var labels = {free: "free", on_call: "on a call", wrap_up: "wrap-up", paused: "paused",
       outbound_blocked: "blocked", panel_inactive: "panel closed", calls_connected: "calls with an agent",
-      calls_waiting: "calls ringing or holding", leads_due: "leads due", personal_callbacks: "personal callbacks due"};
+      calls_ringing: "calls ringing", calls_holding: "calls holding for an agent", leads_due: "leads due", personal_callbacks: "personal callbacks due"};
     var dl = document.createElement("dl");
     figures.forEach(function (pair) {
       var dt = document.createElement("dt"), dd = document.createElement("dd");
