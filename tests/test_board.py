@@ -2,8 +2,8 @@
 
 A supervisor's key or token opens the board, its socket and the agent report and nothing else;
 every other caller's credential is refused there (lead-intake-api.md "Authentication"; decisions.md
-D3, D9). The socket sends a snapshot on connect and one update frame per batch of changes, made by
-any process, within a second."""
+D3, D9). The socket sends a snapshot on connect and one update frame per batch of changes made by
+any process (how soon is bench/board_bench.py's measure: p99 under 1 s)."""
 
 import json
 import threading
@@ -22,6 +22,9 @@ from wsclient import Client, ConnectionClosed
 
 SUPERVISOR_PATHS = {("GET", "/api/board"), ("GET", "/api/reports/agents")}
 REPORT = "/api/reports/agents?from=2026-11-21&to=2026-11-21"
+# How long a test waits for a change to reach the board: a bound on waiting for the event, not the
+# issue's 1 s, which bench/board_bench.py measures (speed is never asserted in a timed test).
+EVENT_SECONDS = 10
 
 
 @pytest.fixture
@@ -174,7 +177,7 @@ def test_an_agent_token_is_refused_by_the_board_socket(board, floor, live_server
     assert rejected(board(f"token={token}")) == ("unauthorized", 1008)
 
 
-def test_changes_by_other_processes_reach_the_board_within_a_second(board, floor, app, live_server):
+def test_changes_by_other_processes_reach_the_board(board, floor, app, live_server):
     """The snapshot on connect, then a pause and 16 agents' state changes made at once by this
     process (another than the server's) each reach the board in one update frame per batch."""
     with app.app_context():
@@ -192,7 +195,7 @@ def test_changes_by_other_processes_reach_the_board_within_a_second(board, floor
     with app.app_context():
         get_db().run(agents.pause, 501, "tea")
     update = until(client, lambda m: m["event"] == "board.update" and any(
-        row["agent_id"] == 501 for row in m["data"]["agents"]), timeout=1.0)
+        row["agent_id"] == 501 for row in m["data"]["agents"]), timeout=EVENT_SECONDS)
     row = next(row for row in update["data"]["agents"] if row["agent_id"] == 501)
     assert (row["state"], row["pause_code"]) == ("paused", "tea")
 
@@ -213,7 +216,7 @@ def test_changes_by_other_processes_reach_the_board_within_a_second(board, floor
     for thread in threads:
         thread.join()
     seen, frames = {}, 0
-    deadline = time.monotonic() + 1.5
+    deadline = time.monotonic() + EVENT_SECONDS
     while len([a for a, s in seen.items() if s == "on_call"]) < 16 and time.monotonic() < deadline:
         message = until(client, lambda m: m["event"] == "board.update", timeout=max(0.05, deadline - time.monotonic()))
         if message["data"]["agents"]:
@@ -229,7 +232,8 @@ def test_a_removed_agent_leaves_the_board(board, floor, app, live_server):
     with app.app_context():
         get_db().run(claims.set_availability, 502, panel_active=True)
         get_db().run(agents.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
-    update = until(client, lambda m: m["event"] == "board.update" and 502 in m["data"]["removed"], timeout=1.0)
+    update = until(client, lambda m: m["event"] == "board.update" and 502 in m["data"]["removed"],
+                   timeout=EVENT_SECONDS)
     assert 502 not in {row["agent_id"] for row in update["data"]["agents"]}
 
 

@@ -18,8 +18,9 @@ from wsclient import Client
 pytestmark = pytest.mark.slow
 
 ENGINE = {"X-API-Key": ENGINE_SECRET}
-# Issue #49: a change reaches an open board within 1 s; page load on top.
-CHANGE_SECONDS = 1.5
+# How long the test waits for a change to show: a bound on waiting for the event, not the issue's
+# 1 s, which bench/board_bench.py measures (speed is never asserted in a timed test).
+CHANGE_SECONDS = 10
 LOAD_SECONDS = 10
 # The state rule (states.unavailable_reason), written again here in SQL over sales_agents: the
 # tiles and rows are held to the database by this, not by the service's own reading.
@@ -149,7 +150,7 @@ def test_the_board_follows_the_floor_as_calls_are_played(board, browser, floor, 
         wait_for(browser, lambda: page_rows(browser)[502]["state"] == "paused"
                  and page_rows(browser)[502]["pause"] == "tea")
         first = page_rows(browser)[502]["time"]
-        wait_for(browser, lambda: page_rows(browser)[502]["time"] != first, 3)
+        wait_for(browser, lambda: page_rows(browser)[502]["time"] != first)
         assert page_rows(browser)[502]["time"] > first, "the pause's timer counts up"
         assert page_tiles(browser)["credit_card"]["paused"] == "1"
 
