@@ -28,9 +28,9 @@ SELECT COALESCE(MAX(id), 0) FROM dialerapi_agent_states;
 
 -- name: board_agents(all_agents, agent_ids)
 -- The board's row of every agent (:all_agents) or of :agent_ids: the availability columns, since
--- when they stand (the last history row's moment), the form_type of the call the agent is on (an
--- open missed activity: the call connected and has not ended) and today's history rows' moments
--- for the talk time and calls (rules.agent_states.board_rows sums them).
+-- when they stand (the last history row's moment) and the form_type of the call the agent is on (an
+-- open missed activity: the call connected and has not ended). Today's calls and talk time come
+-- from the report (rules.agent_states.days_report).
 SELECT a.id AS agent_id, a.name, a.extension, a.panel_active, a.pause_code, a.reason_note, a.ami_idle,
        a.wrapup_until, a.outbound_blocked,
        (SELECT GROUP_CONCAT(k.form_type ORDER BY k.form_type SEPARATOR ';')
