@@ -222,6 +222,22 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
+def claim_block(db, rng, now, rounds):
+    """`rounds` progressive claims for random agents, each rolled back (timed_claim): (claim ms, empty answers)."""
+    ms, empty = [], 0
+    for _ in range(rounds):
+        row, took = timed_claim(db, rng.randint(1, AGENTS), now)
+        ms.append(took)
+        empty += row is None
+    return ms, empty
+
+
+def claim_figures(ms):
+    """{claims, p50_ms, p95_ms, p99_ms, max_ms} of claim times in milliseconds."""
+    return {"claims": len(ms), "p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 0.95), 2),
+            "p99_ms": round(percentile(ms, 0.99), 2), "max_ms": round(max(ms), 2)}
+
+
 def main():
     now = clock.now(UTC)
     db = Database(prepare(now), pool_size=2)

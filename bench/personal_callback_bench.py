@@ -20,10 +20,9 @@ import json
 import os
 import platform
 import random
-import statistics
 from datetime import datetime
 
-from claim_bench import AGENTS, UTC, percentile, prepare, timed_claim
+from claim_bench import AGENTS, UTC, claim_block, claim_figures, prepare
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
 
@@ -54,25 +53,10 @@ SET m.dial_status = s.dial_status, m.callback_scheduled_at = s.callback_schedule
 """
 
 
-def block(db, rng, now):
-    """BLOCK progressive claims for random agents, each rolled back; (claim ms, empty answers)."""
-    ms, empty = [], 0
-    for _ in range(BLOCK):
-        row, took = timed_claim(db, rng.randint(1, AGENTS), now)
-        ms.append(took)
-        empty += row is None
-    return ms, empty
-
-
 def mark(conn, personal, now):
     with conn.cursor() as cur:
         cur.execute(MARK if personal else UNMARK, {"now": now})
     conn.commit()
-
-
-def figures(ms):
-    return {"claims": len(ms), "p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 0.95), 2),
-            "p99_ms": round(percentile(ms, 0.99), 2), "max_ms": round(max(ms), 2)}
 
 
 def main():
@@ -103,7 +87,7 @@ def main():
                     owned_due = cur.fetchone()
                 conn.commit()
             print(f"block: {'5% personal callbacks' if personal else 'none'} ...", flush=True)
-            ms, nothing = block(db, rng, now)
+            ms, nothing = claim_block(db, rng, now, BLOCK)
             times[personal] += ms
             empty[personal] += nothing
     finally:
@@ -114,7 +98,7 @@ def main():
         conn.close()
         db.close()
 
-    none, with_personal = figures(times[False]), figures(times[True])
+    none, with_personal = claim_figures(times[False]), claim_figures(times[True])
     ratio = round(with_personal["p99_ms"] / none["p99_ms"], 2)
     result = {
         "date": datetime.now().isoformat(timespec="seconds"),

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from datetime import datetime, timezone
@@ -53,7 +54,8 @@ DATA_TABLES = (
     "sales_pause_reasons", "dialerapi_job_runs", "dialerapi_outbox", "dialerapi_engine_replies",
     "dialerapi_socket_hosts", "dialerapi_dnc", "dialerapi_call_zones", "dialerapi_counters", "dialerapi_abandon_counts",
     "dialerapi_lead_events", "dialerapi_webhook_endpoints", "dialerapi_webhook_deliveries", "dialerapi_webhook_attempts",
-    "dialerapi_agent_states", "dialerapi_agent_days",
+    "dialerapi_agent_states", "dialerapi_agent_days", "dialerapi_contact_caps", "dialerapi_contact_numbers",
+    "dialerapi_contact_attempts", "dialerapi_contact_capped", "dialerapi_outcome_retries",
 )
 
 
@@ -476,6 +478,32 @@ def run(app):
     def run(work, *args, **kwargs):
         with app.app_context():
             return get_db().run(work, *args, **kwargs)
+
+    return run
+
+
+def sixteen_at_once(app, errors, parties=16):
+    """A runner of rules functions for `parties` threads, each in its own transaction begun on its
+    own connection before all are released at once (a thread still connecting would otherwise come
+    after the others are done). A retried transaction (deadlock) goes at once. Errors are collected."""
+    start = threading.Barrier(parties)
+
+    def run(work, *args, **kwargs):
+        first = [True]
+
+        def released(conn):
+            conn.cursor().execute("SELECT 1")  # the transaction holds its connection now
+            if first[0]:
+                first[0] = False
+                start.wait(timeout=60)
+            return work(conn, *args, **kwargs)
+
+        try:
+            with app.app_context():
+                return get_db().run(released)
+        except Exception as exc:  # counted, not lost with the thread
+            errors.append(repr(exc))
+            return None
 
     return run
 

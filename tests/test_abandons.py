@@ -26,7 +26,7 @@ from dialerapi.upkeep import jobs
 
 NOW = DEFAULT_NOW
 ENGINE = {"X-API-Key": ENGINE_SECRET}
-ZERO = {"answered": 0, "abandoned": 0, "late_connects": 0, "rate": 0.0}
+ZERO = {"answered": 0, "abandoned": 0, "late_connects": 0, "machines": 0, "rate": 0.0}
 
 
 @pytest.fixture
@@ -83,11 +83,11 @@ def recorded(sql, now, form_type=None, seconds=2, since=None, day=None):
         " COALESCE(SUM(result = 'ABANDON' OR (result = 'ANSWER'"
         "   AND TIMESTAMPDIFF(SECOND, answered_at, agent_connected_at) > %s)), 0) AS abandoned,"
         " COALESCE(SUM(result = 'ANSWER' AND TIMESTAMPDIFF(SECOND, answered_at, agent_connected_at) > %s), 0)"
-        "   AS late_connects"
+        "   AS late_connects, COALESCE(SUM(result = 'MACHINE'), 0) AS machines"
         f" FROM sales_call_attempts WHERE {' AND '.join(where)}", seconds, seconds, *params)
     answered, abandoned = int(row["answered"]), int(row["abandoned"])
     return {"answered": answered, "abandoned": abandoned, "late_connects": int(row["late_connects"]),
-            "rate": round(abandoned / answered, 4) if answered else 0.0}
+            "machines": int(row["machines"]), "rate": round(abandoned / answered, 4) if answered else 0.0}
 
 
 def recorded_windows(sql, now, form_type=None, period="30d"):
@@ -145,7 +145,7 @@ def test_a_settled_call_records_its_campaign_the_answer_and_the_agent(client, sq
     assert (attempt["connect_seconds"], attempt["late_connect"]) == (4, 1)
     assert sql.lead("OLI-1")["form_type"] == "credit_card"
     assert floor_windows(client, "home_loan")["today"] == {"answered": 1, "abandoned": 1, "late_connects": 1,
-                                                           "rate": 1.0}
+                                                           "machines": 0, "rate": 1.0}
     assert floor_windows(client, "credit_card")["today"] == ZERO
     # The next call of the lead starts with no moments: an unanswered call is not late.
     moments = sql.one("SELECT call_answered_at, agent_connected_at FROM sales_master WHERE oli_id = 'OLI-1'")
@@ -172,12 +172,12 @@ def test_moments_left_by_an_earlier_reservation_are_not_this_calls(sql, floor, p
 
 @pytest.mark.parametrize("outcome, answered, abandoned", [
     ("answered", 1, 0), ("abandoned", 1, 1), ("no_answer", 0, 0), ("busy", 0, 0), ("congestion", 0, 0),
-    ("rejected", 0, 0), ("cancelled", 0, 0), ("originate_failed", 0, 0),
+    ("rejected", 0, 0), ("cancelled", 0, 0), ("originate_failed", 0, 0), ("machine", 0, 0),
 ])
 def test_only_live_answers_count_and_abandons_among_them(client, sql, floor, play, outcome, answered, abandoned):
     play(outcome, answered=5 if answered else None)
     expected = {"answered": answered, "abandoned": abandoned, "late_connects": 0,
-                "rate": 1.0 if abandoned else 0.0}
+                "machines": int(outcome == "machine"), "rate": 1.0 if abandoned else 0.0}
     assert floor_windows(client, "home_loan")["today"] == expected == recorded(sql, NOW + timedelta(minutes=1))
 
 
@@ -187,14 +187,14 @@ def test_an_agent_connected_more_than_abandon_connect_seconds_after_the_answer_i
     sql("UPDATE sales_dialer_config SET abandon_connect_seconds = %s", setting)
     play("answered", answered=10, connected=10 + connect_seconds)
     assert floor_windows(client, "home_loan")["today"] == {
-        "answered": 1, "abandoned": int(late), "late_connects": int(late), "rate": float(late)}
+        "answered": 1, "abandoned": int(late), "late_connects": int(late), "machines": 0, "rate": float(late)}
     assert sql.one("SELECT late_connect FROM sales_call_attempts")["late_connect"] == int(late)
 
 
 def test_a_progressive_call_with_no_bridge_is_never_late(client, sql, floor, play):
     play("answered", connected=30)
     assert floor_windows(client, "home_loan")["today"] == {"answered": 1, "abandoned": 0, "late_connects": 0,
-                                                           "rate": 0.0}
+                                                           "machines": 0, "rate": 0.0}
 
 
 # --- item 3: windows ----------------------------------------------------------------------------
@@ -250,7 +250,8 @@ def test_a_predictive_claim_over_the_limit_is_refused_and_a_progressive_one_serv
     assert body == answers(example("abandon-limit-refusal"))[0], "the answer docs/compliance/abandon-rate.md shows"
     figures = body["abandons"]
     assert [f["form_type"] for f in figures] == ["home_loan"]
-    assert figures[0]["windows"]["today"] == {"answered": 50, "abandoned": 2, "late_connects": 0, "rate": 0.04}
+    assert figures[0]["windows"]["today"] == {"answered": 50, "abandoned": 2, "late_connects": 0, "machines": 0,
+                                                "rate": 0.04}
     assert (figures[0]["limit"], figures[0]["period"], figures[0]["over_limit"]) == (0.03, "30d", True)
     assert sql.one("SELECT COUNT(*) AS n FROM sales_master WHERE isReserved = 1 AND oli_id LIKE 'HL-%%'")["n"] == 0
     # An agent already waits: a progressive claim cannot abandon, and is served.
@@ -419,7 +420,7 @@ def test_the_report_refuses_a_range_backwards(database_url):
     ("abandon_limit=0", "abandon_limit"), ("abandon_limit=0.25", "abandon_limit"), ("abandon_period=7d", "abandon_period"),
     ("abandon_connect_seconds=0", "abandon_connect_seconds"), ("abandon_connect_seconds=31", "abandon_connect_seconds"),
     ("abandon_min_answered=-1", "abandon_min_answered"), ("enforce_abandon_limit=maybe", "enforce_abandon_limit"),
-    ("abandon_rate=0.03", "abandon_rate"),
+    ("abandon_rate=0.03", "abandon_rate"), ("amd_false_positive_share=1.5", "amd_false_positive_share"),
 ])
 def test_a_setting_out_of_range_is_refused_naming_it_and_nothing_is_stored(database_url, sql, setting, named):
     result = cli(database_url, "config", "set", "abandon_period=24h", setting)
@@ -429,12 +430,13 @@ def test_a_setting_out_of_range_is_refused_naming_it_and_nothing_is_stored(datab
 
 def test_settings_are_set_and_shown(database_url, sql):
     result = cli(database_url, "config", "set", "abandon_limit=0.05", "abandon_period=24h", "abandon_min_answered=20",
-                 "abandon_connect_seconds=3", "enforce_abandon_limit=false")
+                 "abandon_connect_seconds=3", "enforce_abandon_limit=false", "amd_false_positive_share=0.2")
     assert result.returncode == 0, result.stderr
     shown = json.loads(cli(database_url, "config", "show").stdout)
     assert shown == {"enforce_abandon_limit": False, "abandon_limit": 0.05, "abandon_period": "24h",
                      "abandon_min_answered": 20, "abandon_connect_seconds": 3,
-                     "personal_callback_fallback_minutes": 30, "work_start": "09:00:00", "work_end": "21:00:00"}
+                     "personal_callback_fallback_minutes": 30, "work_start": "09:00:00", "work_end": "21:00:00",
+                     "amd_false_positive_share": 0.2}
 
 
 # --- item 6: 16 engines through two hosts -------------------------------------------------------

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, aware
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, aware, utc_naive
 
 RESERVATION = "8d1c2f0e-0000-4000-8000-00000000000a"
 STARTED = "2026-11-21 09:59:30"
@@ -56,6 +56,13 @@ def over_abandon_limit(sql):
         " VALUES ('d', 'home_loan', %s, 'db:3306', 80, 50, 3)", DEFAULT_NOW.replace(hour=0, minute=0))
 
 
+def at_contact_cap(sql):
+    """A cap of 1 attempt per 24 hours on every number, and the leads' phone dialed an hour ago (issue #50)."""
+    sql("INSERT INTO dialerapi_contact_caps (name, max_attempts, window_seconds, enabled) VALUES ('one-a-day', 1, 86400, 1)")
+    sql("INSERT INTO dialerapi_contact_attempts (phone_e164, at_utc, form_type, lead_id) VALUES (919876543210, %s,"
+        " 'home_loan', 0)", utc_naive(DEFAULT_NOW - timedelta(hours=1)))
+
+
 def claim(mode, **fields):
     return {"mode": mode, "request_id": f"t-{mode}", **fields}
 
@@ -95,6 +102,8 @@ CASES = {
     ("claim", "redial", 409, "not_claimable", "do_not_call"): (listed, claim("redial", agent_id=501, oli_id="B")),
     ("claim", "redial", 409, "not_claimable", "outside_calling_window"): (window_closed,
                                                                           claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "redial", 409, "not_claimable", "contact_cap"): (at_contact_cap,
+                                                               claim("redial", agent_id=501, oli_id="B")),
     ("claim", "inbound", 200, "lead", None): (maintenance, claim("inbound", agent_id=501, oli_id="B")),
     ("claim", "inbound", 409, "not_claimable", "do_not_call"): (listed, claim("inbound", agent_id=501, oli_id="B")),
     ("claim", "inbound", 409, "lead_in_flight", None): (None, claim("inbound", agent_id=501, oli_id="L")),
@@ -178,6 +187,8 @@ def test_each_row_of_the_answer_table_through_gunicorn(live_server, sql, new_lea
         assert got["error"] == answer and got["details"]
     elif reason == "abandon_limit":  # with the figures that held it (tests/test_abandons.py checks them)
         assert got.pop("abandons")[0]["windows"]["today"]["rate"] == 0.06 and got == expected
+    elif reason == "contact_cap":  # with the cap and when it frees the number (tests/test_contact_caps.py)
+        assert (got.pop("cap"), got.pop("frees_at")) == ("one-a-day", "2026-11-22 09:00:00") and got == expected
     else:
         assert got == expected
     assert snapshot(sql) == before, "a refusal stores nothing"

@@ -104,7 +104,7 @@ def test_0014_applied_while_the_previous_release_settles_then_both_serve(floor_0
         assert result["lead"]["dial_status"] == "Abandoned"
         state = get_db().run_snapshot(floor.floor_state, NOW + timedelta(minutes=1), "home_loan", TZ)
     assert state["form_types"][0]["abandons"]["windows"]["today"] == {
-        "answered": 1, "abandoned": 1, "late_connects": 0, "rate": 1.0}
+        "answered": 1, "abandoned": 1, "late_connects": 0, "machines": 0, "rate": 1.0}
     with conn.cursor() as cur:
         cur.execute("SELECT form_type, result FROM sales_call_attempts WHERE oli_id = %s AND ended_at = %s",
                     (f"M-{live[1]:06d}", NOW + timedelta(minutes=1)))

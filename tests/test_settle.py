@@ -68,7 +68,8 @@ def test_answered_becomes_received_and_records_the_attempt(settle, live_lead, sq
 
 
 @pytest.mark.clock
-@pytest.mark.parametrize("outcome, result", [("no_answer", "NOANSWER"), ("busy", "BUSY"), ("congestion", "CONGESTION")])
+@pytest.mark.parametrize("outcome, result", [("no_answer", "NOANSWER"), ("busy", "BUSY"), ("congestion", "CONGESTION"),
+                                             ("machine", "MACHINE")])
 def test_unanswered_calls_become_not_connected_and_retry_after_retry_seconds(settle, live_lead, sql, outcome, result):
     live_lead(call_count=2, first_attempt_at="2026-11-20 10:00:00")
     settle("OLI-1", outcome)

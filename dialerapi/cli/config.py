@@ -1,7 +1,7 @@
 """`dialerapi config show|set`: the floor settings of sales_dialer_config that an operator tunes
 without SQL, each checked before it is stored (issue #37: the abandon limit and how it is counted;
 issue #40: how long a personal callback waits for its owner; issue #41: the work hours, so the
-tour can be tried at any hour)."""
+tour can be tried at any hour; issue #50: the answering-machine false positive share)."""
 
 import click
 from marshmallow import Schema, ValidationError, fields, pre_load, validates_schema
@@ -25,6 +25,8 @@ class FloorSettingsSchema(Schema):
     # The work window (decisions.md D1), wall-clock in DB_TIMEZONE; it may cross midnight.
     work_start = fields.Time(required=True)
     work_end = fields.Time(required=True)
+    # Issue #50: the share of answering-machine outcomes taken to be live people (Ofcom).
+    amd_false_positive_share = fields.Float(required=True, validate=Range(0, 1))
 
     @validates_schema
     def a_window_that_opens(self, data, **kwargs):
@@ -62,7 +64,9 @@ def config_set(settings):
     """Set floor settings, all or none: abandon_limit (0 < x <= 0.2), abandon_period (24h or 30d),
     abandon_min_answered (0 or more), abandon_connect_seconds (1 to 30), enforce_abandon_limit
     (true or false), personal_callback_fallback_minutes (0 to 10080; empty: never), work_start and
-    work_end (HH:MM[:SS], wall-clock in DB_TIMEZONE; the window may cross midnight). A value out of
+    work_end (HH:MM[:SS], wall-clock in DB_TIMEZONE; the window may cross midnight),
+    amd_false_positive_share (0 to 1: the share of `machine` outcomes counted as live answers
+    abandoned, docs/compliance/abandon-rate.md). A value out of
     range is refused, naming the setting, and nothing is stored."""
     given = {}
     for setting in settings:

@@ -10,10 +10,10 @@ from flask import current_app
 from dialerapi.cli.base import echo_json, main, service_now
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import abandons, agent_states, dialstate
+from dialerapi.rules import abandons, agent_states, contact_caps, dialstate
 from dialerapi.web import agent_tokens
 
-COLUMNS = ("day", "form_type", "calls", "answered", "abandoned", "late_connects", "rate")
+COLUMNS = ("day", "form_type", "calls", "answered", "abandoned", "late_connects", "machines", "rate")
 
 
 @main.group("report")
@@ -127,3 +127,33 @@ def report_board_token(name, lifetime, as_json):
         return
     click.echo(token)
     click.echo(f"expires {clock.format_utc(expires_at)}", err=True)
+
+
+CAP_COLUMNS = ("day", "cap", "form_type", "numbers", "leads_held")
+
+
+@report_group.command("caps")
+@click.option("--from", "first_day", type=click.DateTime(["%Y-%m-%d"]), required=True,
+              help="First floor day (YYYY-MM-DD, DB_TIMEZONE).")
+@click.option("--to", "last_day", type=click.DateTime(["%Y-%m-%d"]), required=True,
+              help="Last floor day, included.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def report_caps(first_day, last_day, as_csv, as_json):
+    """Per floor day, contact cap and form_type: the phone numbers that reached the cap, and how
+    many times a claim held one of their leads for it (issue #50, docs/compliance/contact-caps.md)."""
+    if last_day < first_day:
+        raise click.BadParameter("--to is before --from", param_hint="--to")
+    rows = [{**row, "day": f"{row['day']:%Y-%m-%d}"}
+            for row in get_db().run(contact_caps.report, first_day.date(), last_day.date())]
+    if as_json:
+        echo_json(rows)
+    elif as_csv:
+        writer = csv.DictWriter(click.get_text_stream("stdout"), CAP_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        click.echo(f"{'day':<10}  {'cap':<30} {'form_type':<24} {'numbers':>8} {'held':>8}")
+        for row in rows:
+            click.echo(f"{row['day']:<10}  {row['cap']:<30} {row['form_type']:<24} {row['numbers']:>8} "
+                       f"{row['leads_held']:>8}")

@@ -17,7 +17,12 @@ class AbandonWindowSchema(Schema):
         "description": "Settles with outcome abandoned, plus answered calls connected to an agent late"})
     late_connects = fields.Integer(required=True, metadata={
         "description": "Answered calls whose agent came more than abandon_connect_seconds after the answer"})
-    rate = fields.Float(required=True, metadata={"example": 0.0125, "description": "abandoned / answered; 0 with none"})
+    machines = fields.Integer(required=True, metadata={
+        "description": "Settles with outcome machine (answering machine detected, issue #50): neither answered nor "
+                       "abandoned"})
+    rate = fields.Float(required=True, metadata={
+        "example": 0.0125, "description": "abandoned / answered, with amd_false_positive_share of machines added to "
+                                          "both (0 by default); 0 with none"})
 
 
 class AbandonWindowsSchema(Schema):
@@ -56,6 +61,10 @@ class ErrorSchema(Schema):
                                                     "for a bad agent token: token_expired or invalid_token"})
     abandons = fields.List(fields.Nested(AbandonsSchema), metadata={
         "description": "On 409 not_claimable abandon_limit: the figures of each form_type held back (issue #37)"})
+    cap = fields.String(metadata={"description": "On 409 not_claimable contact_cap: the cap the number is at (issue #50)"})
+    frees_at = fields.String(metadata={
+        "example": "2026-11-28 10:15:00",
+        "description": "On 409 not_claimable contact_cap: when the cap's window frees the number, wall-clock DB_TIMEZONE"})
 
 
 class PushResultSchema(Schema):
@@ -304,6 +313,9 @@ class FloorFormTypeSchema(Schema):
         "description": "The abandon rate per window and the limit (issue #37, docs/compliance/abandon-rate.md \"Abandon rate\")"})
     personal_callbacks = fields.Nested(FloorPersonalCallbacksSchema, required=True, metadata={
         "description": "Due personal callbacks (issue #40); leads_due counts them too"})
+    leads_waiting_on_caps = fields.Integer(required=True, metadata={
+        "description": "Unreserved leads a claim held because their phone number is at a contact cap, not yet freed "
+                       "(issue #50, docs/compliance/contact-caps.md)"})
 
 
 class FloorWorkWindowSchema(Schema):

@@ -62,3 +62,5 @@ def seed_rows(conn):
     queries.seed_priorities(conn)
     queries.seed_dialer_config(conn)
     queries.seed_pause_reasons(conn)
+    if queries.has_contact_caps(conn):  # a database not yet at migration 0019 has no caps to seed
+        queries.seed_contact_caps(conn)

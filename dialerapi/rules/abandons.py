@@ -40,6 +40,7 @@ from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 
 ANSWERED_OUTCOMES = ("answered", "abandoned")
+MACHINE = "machine"
 PERIODS = ("24h", "30d")
 WINDOWS = ("15m", "today", "period")
 LIMIT_WINDOWS = ("today", "period")
@@ -76,18 +77,19 @@ def call_moments(lead):
 
 
 def judge(outcome, answered_at, connected_at, tz, config):
-    """How a settled call counts: {answered, abandoned, late_connect, connect_seconds}.
+    """How a settled call counts: {answered, abandoned, late_connect, connect_seconds, machine}.
 
     connect_seconds: elapsed seconds from the answer to the agent (daylight saving counted), None
     without both moments. late_connect: an `answered` call whose agent came more than
-    config.abandon_connect_seconds after the answer; it counts as abandoned.
+    config.abandon_connect_seconds after the answer; it counts as abandoned. machine: outcome
+    machine (issue #50), neither answered nor abandoned.
     """
     connect_seconds = None
     if answered_at is not None and connected_at is not None:
         connect_seconds = round((clock.instant(connected_at, tz) - clock.instant(answered_at, tz)).total_seconds())
     late = outcome == "answered" and connect_seconds is not None and connect_seconds > config.abandon_connect_seconds
     return {"answered": outcome in ANSWERED_OUTCOMES, "abandoned": outcome == "abandoned" or late,
-            "late_connect": late, "connect_seconds": connect_seconds}
+            "late_connect": late, "connect_seconds": connect_seconds, "machine": outcome == MACHINE}
 
 
 def count(conn, form_type, now, verdict):
@@ -96,7 +98,7 @@ def count(conn, form_type, now, verdict):
     minute = now.replace(second=0, microsecond=0)
     queries.count_settle(conn, form_type=form_type, day=_day(now), hour=minute.replace(minute=0), minute=minute,
                          answered=int(verdict["answered"]), abandoned=int(verdict["abandoned"]),
-                         late_connects=int(verdict["late_connect"]))
+                         late_connects=int(verdict["late_connect"]), machines=int(verdict["machine"]))
 
 
 def mark_predictive(conn, lead):
@@ -115,11 +117,21 @@ def _day(wall):
     return datetime(wall.year, wall.month, wall.day)
 
 
-def figures(answered=0, abandoned=0, late_connects=0):
-    """One window's {"answered", "abandoned", "late_connects", "rate"}; rate is 0 with nothing answered."""
-    answered, abandoned = int(answered or 0), int(abandoned or 0)
+def figures(answered=0, abandoned=0, late_connects=0, machines=0, share=0.0):
+    """One window's {"answered", "abandoned", "late_connects", "machines", "rate"}; rate is 0 with
+    nothing answered. `share` (amd_false_positive_share, issue #50): that share of the machine
+    outcomes is taken to be live people the dialer hung up on, and added to both answered and
+    abandoned in the rate (Ofcom's estimate of answering-machine detection's false positives)."""
+    answered, abandoned, machines = int(answered or 0), int(abandoned or 0), int(machines or 0)
+    live, lost = _estimated(answered, abandoned, machines, share)
     return {"answered": answered, "abandoned": abandoned, "late_connects": int(late_connects or 0),
-            "rate": round(abandoned / answered, 4) if answered else 0.0}
+            "machines": machines, "rate": round(lost / live, 4) if live else 0.0}
+
+
+def _estimated(answered, abandoned, machines, share):
+    """(answered, abandoned) with `share` of `machines` added to each: the counts the rate and the limit use."""
+    false_positives = float(share) * machines
+    return answered + false_positives, abandoned + false_positives
 
 
 def window_bounds(now, period):
@@ -134,14 +146,14 @@ def window_bounds(now, period):
             "edge_hour_end": edge_hour + timedelta(hours=1)}
 
 
-def figures_of(text):
-    """figures from the "answered;abandoned[;late_connects]" a statement sums a window into."""
-    return figures(*text.split(";"))
+def figures_of(text, share=0.0):
+    """figures from the "answered;abandoned[;late_connects[;machines]]" a statement sums a window into."""
+    return figures(*text.split(";"), share=share)
 
 
-def windows_of(row):
+def windows_of(row, share=0.0):
     """{window: figures} from a floor due_counts row's window_15m, window_today and window_period."""
-    return {name: figures_of(row[f"window_{name}"]) for name in WINDOWS}
+    return {name: figures_of(row[f"window_{name}"], share) for name in WINDOWS}
 
 
 def over_limit(window_figures, config, pending=0):
@@ -150,10 +162,12 @@ def over_limit(window_figures, config, pending=0):
     about to be dialed and every `pending` call (predictive, live, no agent yet, or one late)
     were answered and abandoned. So a claim is served only while even that leaves the rate at or
     under the limit; a rate at or over the limit always holds them back."""
-    if window_figures["answered"] < config.abandon_min_answered:
+    answered, abandoned = _estimated(window_figures["answered"], window_figures["abandoned"],
+                                     window_figures.get("machines", 0), config.amd_false_positive_share)
+    if answered < config.abandon_min_answered:
         return False
     worst = pending + 1
-    return (window_figures["abandoned"] + worst) / (window_figures["answered"] + worst) > config.abandon_limit
+    return (abandoned + worst) / (answered + worst) > config.abandon_limit
 
 
 def held(form_windows, pending, config):
@@ -184,7 +198,7 @@ def held_form_types(rows, config):
         return {}
     found = {}
     for row in rows:
-        form_windows = {name: figures_of(row[name]) for name in LIMIT_WINDOWS}
+        form_windows = {name: figures_of(row[name], config.amd_false_positive_share) for name in LIMIT_WINDOWS}
         if held(form_windows, int(row["pending"]), config):
             found[row["form_type"]] = summary(form_windows, int(row["pending"]), config)
     return found
@@ -195,15 +209,15 @@ def prune(conn, now):
     return queries.prune_abandon_counts(conn, minutes_before=now - MINUTES_KEPT, hours_before=now - HOURS_KEPT)
 
 
-def floor_total(form_windows):
+def floor_total(form_windows, share=0.0):
     """The whole floor's windows: the sums of the form_types' figures, the rate worked out again."""
-    total = {name: {"answered": 0, "abandoned": 0, "late_connects": 0} for name in WINDOWS}
+    total = {name: {"answered": 0, "abandoned": 0, "late_connects": 0, "machines": 0} for name in WINDOWS}
     for per_form_type in form_windows:
         for name, window in per_form_type.items():
             sums = total[name]
             for key in sums:
                 sums[key] += window[key]
-    return {name: figures(**sums) for name, sums in total.items()}
+    return {name: figures(**sums, share=share) for name, sums in total.items()}
 
 
 def report(conn, first_day, last_day, config, form_type=None):
@@ -220,15 +234,17 @@ def report(conn, first_day, last_day, config, form_type=None):
     """
     start, end = _day(first_day), _day(last_day) + timedelta(days=1)
     day_rows = _series(conn, "d", start - timedelta(days=29), end, form_type)
-    days = [{"day": f"{row['starts_at']:%Y-%m-%d}", **_row_figures(row)}
+    share = config.amd_false_positive_share
+    days = [{"day": f"{row['starts_at']:%Y-%m-%d}", **_row_figures(row, share)}
             for row in day_rows if row["starts_at"] >= start]
     floor_days = {}
     for row in days:
-        sums = floor_days.setdefault(row["day"], dict.fromkeys(("calls", "answered", "abandoned", "late_connects"), 0))
+        sums = floor_days.setdefault(row["day"], dict.fromkeys(("calls", "answered", "abandoned", "late_connects",
+                                                                "machines"), 0))
         for key in sums:
             sums[key] += row[key]
     days += [{"day": day, "form_type": "*", "calls": sums["calls"],
-              **figures(sums["answered"], sums["abandoned"], sums["late_connects"])}
+              **figures(sums["answered"], sums["abandoned"], sums["late_connects"], sums["machines"], share)}
              for day, sums in sorted(floor_days.items())]
     if config.abandon_period == "30d":
         ends = [start + timedelta(days=n + 1) for n in range((end - start).days)]
@@ -246,9 +262,9 @@ def _series(conn, grain, starts_from, starts_before, form_type):
                                        starts_from=starts_from, starts_before=starts_before))
 
 
-def _row_figures(row):
+def _row_figures(row, share):
     return {"form_type": row["form_type"], "calls": int(row["calls"]),
-            **figures(row["answered"], row["abandoned"], row["late_connects"])}
+            **figures(row["answered"], row["abandoned"], row["late_connects"], row["machines"], share)}
 
 
 def _highest(rows, ends, length, end_offset, end_format, config):
@@ -257,24 +273,26 @@ def _highest(rows, ends, length, end_offset, end_format, config):
     by_form_type = {}
     for row in rows:
         for name in (row["form_type"], "*"):
-            sums = by_form_type.setdefault(name, {}).setdefault(row["starts_at"], [0, 0])
+            sums = by_form_type.setdefault(name, {}).setdefault(row["starts_at"], [0, 0, 0])
             sums[0] += int(row["answered"])
             sums[1] += int(row["abandoned"])
+            sums[2] += int(row["machines"])
     highest = []
     for name, series in sorted(by_form_type.items(), key=lambda item: (item[0] == "*", item[0])):
         points = sorted(series.items())
-        best, answered, abandoned, first, last = None, 0, 0, 0, 0
+        best, counts, first, last = None, [0, 0, 0], 0, 0
         # One pass: the window (period_end - length, period_end] slides over the sorted rows.
         for period_end in ends:
             while last < len(points) and points[last][0] < period_end:
-                answered, abandoned, last = answered + points[last][1][0], abandoned + points[last][1][1], last + 1
+                counts, last = [a + b for a, b in zip(counts, points[last][1])], last + 1
             while first < last and points[first][0] < period_end - length:
-                answered, abandoned, first = answered - points[first][1][0], abandoned - points[first][1][1], first + 1
-            window = figures(answered, abandoned)
+                counts, first = [a - b for a, b in zip(counts, points[first][1])], first + 1
+            answered, abandoned, machines = counts
+            window = figures(answered, abandoned, machines=machines, share=config.amd_false_positive_share)
             if answered and (best is None or window["rate"] > best["rate"]):
                 best = {"form_type": name, "rate": window["rate"], "answered": answered, "abandoned": abandoned,
                         "ends": f"{period_end - end_offset:{end_format}}",
-                        "over_limit": abandoned / answered > config.abandon_limit}
+                        "over_limit": window["rate"] > config.abandon_limit}
         if best is not None:
             highest.append(best)
     return highest

@@ -28,7 +28,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries, union_all
-from dialerapi.rules import abandons, agent_states, callbacks, compliance, dialstate
+from dialerapi.rules import abandons, agent_states, callbacks, compliance, contact_caps, dialstate
 from dialerapi.rules.agents import UnknownAgent, with_lists
 
 # Candidates read per form_type (and call zone) in the first window; each later window is
@@ -49,7 +49,8 @@ class NotClaimable(Exception):
     maintenance (isMaintainance = 1, HTTP 409 `maintenance`); lead_in_flight (a named lead is live,
     HTTP 409 `lead_in_flight`); the agent's unavailable reason (panel_inactive, paused, ami_busy,
     wrap_up, outbound_blocked), no_free_agent for a predictive claim, or for a named lead
-    do_not_call and outside_calling_window, and abandon_limit for a predictive claim whose
+    do_not_call, outside_calling_window and contact_cap (figures {"cap", "frees_at"}, issue #50),
+    and abandon_limit for a predictive claim whose
     form_types are all over the abandon limit (HTTP 409 `not_claimable`; `figures` holds
     {"abandons": [summary of each form_type]}, rules.abandons).
     """
@@ -173,7 +174,7 @@ def _in_claim_order(rows, now):
     return [row["id"] for row in rows]
 
 
-def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
+def _lock_first_due(conn, wanted, now, config, tz, agent_id=None, caps=()):
     """Lock and return the first due, unreserved lead of `wanted` ((form_type, allowed priority_ids)
     pairs, as `_candidates` takes them) in claim order, or None.
 
@@ -185,7 +186,9 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
     means that no lead of these form_types is due, unreserved and lawful at this moment (issue #16).
     The call zones open now are those this process knows of; before answering None it reads them
     again, in case a push added a zone since. `agent_id`: the agent of a progressive claim (None
-    for a predictive one), who may take their own personal callbacks (rules.callbacks).
+    for a predictive one), who may take their own personal callbacks (rules.callbacks). `caps`:
+    the enabled contact caps (issue #50); a lead whose number is at one is held until it frees
+    (contact_caps.hold) and passed over.
     """
     tried, held = set(), []
     zones = compliance.open_zone_ids(conn, now, tz, config)
@@ -200,7 +203,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
             if row is None:
                 held.append(lead_id)
             # The candidate was read without a lock: check again now that it is ours.
-            elif _claimable(conn, row, now, tz, config, agent_id):
+            elif _claimable(conn, row, now, tz, config, agent_id, caps):
                 return row
         if complete:
             fresh = compliance.open_zone_ids(conn, now, tz, config, reload=True)
@@ -211,15 +214,28 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
         max_rows *= WINDOW_GROWTH
     for lead_id in held:
         row = queries.lock_unreserved_waiting(conn, id=lead_id)
-        if row is not None and _claimable(conn, row, now, tz, config, agent_id):
+        if row is not None and _claimable(conn, row, now, tz, config, agent_id, caps):
             return row
     return None
 
 
-def _claimable(conn, row, now, tz, config, agent_id):
+def _claimable(conn, row, now, tz, config, agent_id, caps):
     if not dialstate.is_due(row, now, config) or callbacks.kept_from(row, agent_id, now, config, tz):
         return False
-    return compliance.refusal(conn, row, now, tz, config) is None
+    if compliance.refusal(conn, row, now, tz, config) is not None:
+        return False
+    hit = contact_caps.check(conn, row, now, tz, caps)
+    if hit is not None:
+        contact_caps.hold(conn, row, hit, now, tz)
+        return False
+    return True
+
+
+def _claim(conn, row, now, tz, caps):
+    """Reserve the locked `row` (dialstate.claim_changes) and count it against its number's caps."""
+    claimed = dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+    contact_caps.record(conn, claimed, now, tz, caps)
+    return claimed
 
 
 def claim_next(conn, agent_id, now, tz=None):
@@ -240,11 +256,12 @@ def claim_next(conn, agent_id, now, tz=None):
     reason = dialstate.unavailable_reason(agent, now)
     if reason:
         raise NotClaimable(reason)
+    caps = contact_caps.enabled(conn)
     row = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config,
-                          _zone(tz, config), agent["id"])
+                          _zone(tz, config), agent["id"], caps)
     if row is None:
         return None
-    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+    return _claim(conn, row, now, tz, caps)
 
 
 def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
@@ -278,11 +295,12 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
         if not wanted:
             raise NotClaimable(abandons.ABANDON_LIMIT,
                                abandons=[{"form_type": name, **summary} for name, summary in sorted(held.items())])
-    row = _lock_first_due(conn, wanted, now, config, _zone(tz, config))
+    caps = contact_caps.enabled(conn)
+    row = _lock_first_due(conn, wanted, now, config, _zone(tz, config), caps=caps)
     if row is None:
         return None
     abandons.mark_predictive(conn, row)
-    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+    return _claim(conn, row, now, tz, caps)
 
 
 def _zone(tz, config):
@@ -341,16 +359,19 @@ def bridge(conn, oli_id, now):
     return None
 
 
-def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None):
+def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None, customer_request=False):
     """Claim a named lead for a redial (call_type redial) or an inbound call (call_type inbound).
 
     Reopens Received, Rejected and Disposed leads. The agent must be available; an outbound block
     does not stop an inbound call, nor a redial of a lead the agent has an open missed activity for.
     Maintenance stops redials, not inbound calls. A listed phone is refused (do_not_call; an
     inbound call only without dnc_allow_inbound), and a redial outside the customer's calling
-    window when it is obeyed (outside_calling_window). Returns the claimed row. Raises NotClaimable
-    (reason: maintenance, lead_in_flight, the agent's unavailable reason, do_not_call,
-    outside_calling_window), dialstate.UnknownLead, agents.UnknownAgent.
+    window when it is obeyed (outside_calling_window). A redial of a number at an enabled contact
+    cap is refused (contact_cap, with figures {"cap", "frees_at"}: rules.contact_caps, issue #50)
+    unless `customer_request` (the customer asked for the call); such a redial and an inbound call
+    are not counted against the caps. Returns the claimed row. Raises NotClaimable (reason:
+    maintenance, lead_in_flight, the agent's unavailable reason, do_not_call,
+    outside_calling_window, contact_cap), dialstate.UnknownLead, agents.UnknownAgent.
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance and call_type != "inbound":
@@ -370,7 +391,11 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None)
     reason = compliance.refusal(conn, row, now, _zone(tz, config), config, call_type)
     if reason:
         raise NotClaimable(reason)
-    return dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
+    caps = contact_caps.enabled(conn) if contact_caps.counted(call_type, customer_request) else ()
+    hit = contact_caps.check(conn, row, now, tz, caps)
+    if hit is not None:
+        raise NotClaimable(contact_caps.CONTACT_CAP, **contact_caps.refusal_figures(hit))
+    return _claim(conn, row, now, tz, caps)
 
 
 KEEP = object()

@@ -107,6 +107,7 @@ def refusal(conn, row, now, tz, config, call_type=None):
     if stored != number or bool(row.get("do_not_call")) != listed:
         zone_id = zone_ids(conn, [zone_names])[zone_names]
         queries.set_phone_facts(conn, id=row["id"], phone_e164=number, do_not_call=listed, call_zone_id=zone_id)
+        row.update(phone_e164=number, do_not_call=int(listed), call_zone_id=zone_id)
     if listed and not (call_type == INBOUND and config.dnc_allow_inbound):
         return DO_NOT_CALL
     if config.obey_calling_window and call_type != INBOUND and not phones.window_open(

@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import inserted_id, queries
-from dialerapi.rules import abandons, lead_events
+from dialerapi.rules import abandons, contact_caps, lead_events
 from dialerapi.rules.events import notify
 from dialerapi.rules.states import (  # noqa: F401 - the vocabulary, reachable as dialstate.NAME
     ABANDONED,
@@ -148,23 +148,35 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
         agent_connected_at=connected_at, connect_seconds=verdict["connect_seconds"],
         late_connect=None if verdict["connect_seconds"] is None else int(verdict["late_connect"]),
     )
+    if OUTCOMES[outcome][0] is None:
+        contact_caps.forget(conn, row["reservation_id"])  # it rang nobody (issue #50)
     queries.insert_call_attempt(conn, lead_id=row["id"], oli_id=oli_id, result=OUTCOMES[outcome][1],
                                 form_type=row["form_type"], **attempt)
     attempt["call_id"] = inserted_id(conn)
     changes = hangup_changes(
         row, outcome, now, config, tz, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
         started_at=started_at, release_retry_ms=release_retry_ms,
+        outcome_attempts=_outcome_attempts(conn, row, outcome, config, started_at or now),
     )
 
     def tell(ended):
         lead_events.call_ended(conn, ended, {**attempt, "outcome": outcome}, now)
-        if changes.get("disposeRemark") == MAX_TRIES_REMARK:
+        if changes.get("dial_status") == DISPOSED:  # max_tries, or an outcome's maximum (issue #50)
             lead_events.disposed(conn, ended, now, "max_tries")
 
     result = end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes, agent_id=agent_id,
                       tell=tell, applied_by="settle")
     abandons.count(conn, row["form_type"], now, verdict)
     return result
+
+
+def _outcome_attempts(conn, row, outcome, config, attempt_at):
+    """The lead's attempts of this cycle with `outcome`, the one being settled among them, when the
+    outcome has a maximum of its own (issue #50); 0 otherwise, without a read."""
+    if config.retry_rule(outcome)[1] is None:
+        return 0
+    return queries.outcome_attempts(conn, lead_id=row["id"], result=OUTCOMES[outcome][1],
+                                    since=row["first_attempt_at"] or attempt_at)
 
 
 def check_reservation(row, reservation_id=None):

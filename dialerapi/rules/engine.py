@@ -74,7 +74,8 @@ def once(conn, request_key, request, now, work):
 
 
 def claim(conn, request, now, tz=None):
-    """POST /engine/claim: reserve a lead, or none. `request`: {mode, request_id, agent_id?, oli_id?, ahead?}.
+    """POST /engine/claim: reserve a lead, or none. `request`: {mode, request_id, agent_id?, oli_id?, ahead?,
+    customer_request?}.
 
     progressive: the next due lead for agent_id (claims.claim_next); predictive: one for the skills
     of whoever is free, or with `ahead` staffed (claims.claim_predictive); redial / inbound: oli_id for agent_id
@@ -90,7 +91,8 @@ def claim(conn, request, now, tz=None):
             row = claims.claim_predictive(conn, now, ahead=request.get("ahead", False),
                                           form_type=request.get("form_type"), tz=tz)
         else:
-            row = claims.claim_lead(conn, request["agent_id"], request["oli_id"], now, call_type=mode, tz=tz)
+            row = claims.claim_lead(conn, request["agent_id"], request["oli_id"], now, call_type=mode, tz=tz,
+                                    customer_request=request.get("customer_request", False))
         return {"lead": row and lead_view(row)}
 
     return once(conn, f"claim:{request['request_id']}", request, now, work)

@@ -8,7 +8,7 @@ form_type); this is what it paces on. Read in one snapshot (plumbing.db.Database
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import abandons, callbacks, dialstate
+from dialerapi.rules import abandons, callbacks, contact_caps, dialstate
 # An agent's state on the floor, from dialstate.unavailable_reason (the one rule of who may take a
 # call), in that rule's order: the first reason that applies names the state.
 from dialerapi.rules.agent_states import STATES
@@ -29,10 +29,12 @@ def floor_state(conn, now, form_type, tz):
     reservations; connected: call-connected reported; not_connected: ringing, or answered and
     waiting for a bridge), "leads_due": due and unreserved leads up to DUE_CAP, "leads_due_capped":
     true when there are at least DUE_CAP, "abandons": {"limit", "period", "min_answered", "enforced",
-    "pending", "over_limit", "windows": {"15m", "today", "period"}: {answered, abandoned, late_connects, rate}}
+    "pending", "over_limit", "windows": {"15m", "today", "period"}: {answered, abandoned, late_connects, machines, rate}}
     (rules.abandons.summary, issue #37), "personal_callbacks": {"owner_free", "owner_busy",
     "past_fallback"} (the due personal callbacks, rules.callbacks.floor_counts, issue #40: only
-    past_fallback ones may go to any agent; leads_due counts them all)}, ...]} in form_type order; "floor_abandons": the same
+    past_fallback ones may go to any agent; leads_due counts them all), "leads_waiting_on_caps":
+    unreserved leads a claim held for a contact cap, still due when it frees them (issue #50)},
+    ...]} in form_type order; "floor_abandons": the same
     windows summed over those form_types (zeros with none). A form_type no agent has
     appears only when asked for by name (its agents all 0). Due callbacks count only inside the
     work window when outbound_obey_work_hours = 1, as the claim takes them.
@@ -47,6 +49,7 @@ def floor_state(conn, now, form_type, tz):
              for row in queries.floor_calls(conn, connect_seconds=config.abandon_connect_seconds)}
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
     personal = callbacks.floor_counts(conn, now, config, tz) if callbacks_open else {}
+    capped = contact_caps.waiting(conn, now)
     report = []
     rates = []
     for row in queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
@@ -55,7 +58,7 @@ def floor_state(conn, now, form_type, tz):
         reserved = int(calls[name]["reserved"]) if name in calls else 0
         connected = int(calls[name]["connected"]) if name in calls else 0
         pending = int(calls[name]["pending"]) if name in calls else 0
-        windows = abandons.windows_of(row)
+        windows = abandons.windows_of(row, config.amd_false_positive_share)
         rates.append(windows)
         due = sum(int(row[bucket]) for bucket in ("callbacks", "pending", "abandoned", "not_connected"))
         report.append({
@@ -64,10 +67,11 @@ def floor_state(conn, now, form_type, tz):
             "leads_due": min(due, DUE_CAP), "leads_due_capped": due >= DUE_CAP,
             "abandons": abandons.summary(windows, pending, config),
             "personal_callbacks": personal.get(name, dict.fromkeys(callbacks.FLOOR_COUNTS, 0)),
+            "leads_waiting_on_caps": capped.get(name, 0),
         })
     return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP,
             "work_window": work_window(now, config, tz),
-            "floor_abandons": abandons.floor_total(rates), "form_types": report}
+            "floor_abandons": abandons.floor_total(rates, config.amd_false_positive_share), "form_types": report}
 
 
 def work_window(now, config, tz):

@@ -60,10 +60,15 @@ def format_e164(digits):
     return f"+{digits}"
 
 
+def parse_e164(number):
+    """phonenumbers' PhoneNumber of `number` (E.164 digits, an int), or None when it does not parse."""
+    return _parse(format_e164(number), None)
+
+
 @functools.lru_cache(maxsize=65536)
 def zones(number):
     """The IANA zone names number `number` (E.164 digits, an int) may ring in, sorted; () for none."""
-    parsed = _parse(format_e164(number), None)
+    parsed = parse_e164(number)
     if parsed is None:
         return ()
     names = [name for name in phone_zones.time_zones_for_number(parsed) if name != UNKNOWN_ZONE]

@@ -27,6 +27,8 @@ ABANDONED = "Abandoned"
 
 CALLBACK_PRIORITY_ID = 1
 MAX_TRIES_REMARK = "Dialer system: max tries reached"
+# An outcome's own maximum of attempts (issue #50): "Dialer system: max busy attempts reached".
+MAX_OUTCOME_REMARK = "Dialer system: max {outcome} attempts reached"
 REDIAL = "redial"
 CALL_TYPES = ("outbound", REDIAL, "inbound")
 
@@ -39,8 +41,13 @@ OUTCOMES = {
     "rejected": (REJECTED, "REJECT"),
     "cancelled": (REJECTED, "CANCEL"),
     "abandoned": (ABANDONED, "ABANDON"),
+    # Issue #50: an answering machine detected. Retried as a no-answer unless its own retry rule
+    # says otherwise; never answered nor abandoned in the abandon rate (rules.abandons).
+    "machine": (NOT_CONNECTED, "MACHINE"),
     "originate_failed": (None, "ORIGINATE_FAILED"),
 }
+# The outcomes that may have a retry rule of their own (dialerapi_outcome_retries, issue #50).
+RETRY_OUTCOMES = ("busy", "no_answer", "congestion", "machine", "abandoned")
 
 # The sales_master columns a dial-state change writes (queries.write_dial_state).
 DIAL_STATE_COLUMNS = (
@@ -103,6 +110,17 @@ class DialerConfig:
     abandon_connect_seconds: int = 2
     # Issue #40: how long a due personal callback waits for its owner (rules.callbacks); None never.
     personal_callback_fallback_minutes: int = 30
+    # Issue #50: {outcome: (delay_seconds or None, max_attempts or None)} of the outcomes with a
+    # retry rule of their own, and the share of machine outcomes counted as live (Ofcom).
+    outcome_retries: tuple = ()
+    amd_false_positive_share: float = 0.0
+
+    def retry_rule(self, outcome):
+        """(delay_seconds, max_attempts) of `outcome`'s own retry rule, each None when not set."""
+        for name, delay, most in self.outcome_retries:
+            if name == outcome:
+                return delay, most
+        return None, None
 
 
 def _time_of_day(value):
@@ -149,7 +167,20 @@ def config_from_row(row):
         **{name: kind(row[name]) for name, kind in ABANDON_SETTINGS.items() if name in row},
         **({"personal_callback_fallback_minutes": row["personal_callback_fallback_minutes"]}
            if "personal_callback_fallback_minutes" in row else {}),
+        outcome_retries=parse_outcome_retries(row.get("outcome_retries")),
+        amd_false_positive_share=float(row.get("amd_false_positive_share") or 0),
     )
+
+
+def parse_outcome_retries(text):
+    """((outcome, delay_seconds or None, max_attempts or None), ...) from the
+    "outcome:delay:max;..." that get_dialer_config reads dialerapi_outcome_retries into."""
+    rules = []
+    for part in (text or "").split(";"):
+        if part:
+            outcome, delay, most = part.split(":")
+            rules.append((outcome, int(delay) if delay else None, int(most) if most else None))
+    return tuple(sorted(rules))
 
 
 
@@ -258,6 +289,13 @@ def retry_after_no_answer(now, first_attempt_at, call_count, config, tz):
     return work_start_on(now.date() + timedelta(days=days_ahead), config, tz)
 
 
+def retry_after_delay(now, delay_seconds, config, tz):
+    """next_retry_at of an outcome with a delay of its own (issue #50): `delay_seconds` of elapsed
+    time after `now`, or the next work_start when that falls outside the work window."""
+    candidate = clock.after(now, timedelta(seconds=delay_seconds), tz)
+    return candidate if in_work_window(candidate, config) else next_work_start(candidate, config, tz)
+
+
 def status_before_claim(row):
     """The status a live lead was claimed from: previous_dial_status as the claim recorded it, or,
     for an engine that does not record it, what the row's counters imply."""
@@ -269,7 +307,7 @@ def status_before_claim(row):
 
 
 def hangup_changes(row, outcome, now, config, tz, *, call_type="outbound", hangup_by=None, hangup_cause=None,
-                   started_at=None, release_retry_ms=60000):
+                   started_at=None, release_retry_ms=60000, outcome_attempts=0):
     """The columns a hangup changes on a live row (lead-intake-api.md, the `Calling` rows of the state table).
 
     `outcome` is a key of OUTCOMES. Every outcome clears the reservation. An originate failure
@@ -280,7 +318,10 @@ def hangup_changes(row, outcome, now, config, tz, *, call_type="outbound", hangu
     - no_answer/busy/congestion -> Not Connected on the retry schedule (`retry_after_no_answer`),
       or Disposed with Final Disposal once call_count reaches max_tries;
     - abandoned -> Abandoned, retried after retry_seconds unless a next_retry_at is already set.
-    Raises KeyError for an unknown outcome.
+    An outcome with a retry rule of its own (config.retry_rule, issue #50: busy, no_answer,
+    congestion, machine, abandoned) is retried after its delay instead (`retry_after_delay`), and
+    Disposed (MAX_OUTCOME_REMARK) once `outcome_attempts`, the attempts of this cycle with this
+    outcome counting this one, reach its maximum. Raises KeyError for an unknown outcome.
     """
     status, result = OUTCOMES[outcome]
     changes = dict(RESERVATION_ENDED)
@@ -296,17 +337,27 @@ def hangup_changes(row, outcome, now, config, tz, *, call_type="outbound", hangu
         call_count=row["call_count"] + (1 if counted else 0), last_attempt_at=attempt_at,
         first_attempt_at=row["first_attempt_at"] or attempt_at, next_retry_at=None,
     )
-    if status == NOT_CONNECTED:
+    delay, most = config.retry_rule(outcome)
+    if status in (NOT_CONNECTED, ABANDONED) and most is not None and outcome_attempts >= most:
+        changes.update(dial_status=DISPOSED, priority_id=config.disposed_priority_id,
+                       disposeRemark=MAX_OUTCOME_REMARK.format(outcome=outcome))
+    elif status == NOT_CONNECTED:
         if changes["call_count"] >= config.max_tries:
             changes.update(
                 dial_status=DISPOSED, priority_id=config.disposed_priority_id, disposeRemark=MAX_TRIES_REMARK
             )
+        elif delay is not None:
+            changes["next_retry_at"] = retry_after_delay(now, delay, config, tz)
         else:
             changes["next_retry_at"] = retry_after_no_answer(
                 now, changes["first_attempt_at"], changes["call_count"], config, tz
             )
     elif status == ABANDONED:
-        changes["next_retry_at"] = row["next_retry_at"] or clock.after(now, timedelta(seconds=config.retry_seconds), tz)
+        if delay is not None:
+            changes["next_retry_at"] = clock.after(now, timedelta(seconds=delay), tz)
+        else:
+            changes["next_retry_at"] = (row["next_retry_at"]
+                                        or clock.after(now, timedelta(seconds=config.retry_seconds), tz))
     return changes
 
 

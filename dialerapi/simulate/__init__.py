@@ -18,7 +18,7 @@ from dialerapi import create_app
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 from dialerapi.plumbing.limits import limiter
-from dialerapi.rules import abandons, dialstate
+from dialerapi.rules import abandons, contact_caps, dialstate
 from dialerapi.simulate.floor import Floor
 from dialerapi.simulate.report import combine, run_result
 from dialerapi.simulate.sandbox import SandboxError, sandbox
@@ -72,15 +72,25 @@ def _database_counts(conn, now, first_day):
         "calls_per_lead": {int(row["calls"]): int(row["n"]) for row in queries.sim_calls_per_lead(conn)},
         "dialed": int(state["dialed"]), "leads": int(state["leads"]),
         "service_abandons": [row for row in service_days if row["form_type"] != "*"],
+        # Issue #50: the times a claim held a lead for a contact cap.
+        "held_by_caps": sum(row["leads_held"] for row in contact_caps.report(conn, first_day, now.date())),
     }
 
 
 def replicate(database_url, scenario, *, keep=False, done=None):
     """`scenario.replications` runs of `scenario`, seeds scenario.seed, +1, ...; returns
-    report.combine's report. `done(run)` is called with each run's figures as it ends."""
-    runs = []
+    report.combine's report. `done(run)` is called with each run's figures as it ends.
+
+    A scenario with contact caps or retries per outcome (issue #50) is played twice per seed, with
+    them and without, and the report's "caps_cost" says what they cost: calls, leads contacted and
+    the contact rate each way, and the calls they prevented."""
+    runs, without = [], []
+    rules = bool(scenario.contact_caps or scenario.retries)
     for k in range(scenario.replications):
-        runs.append(run(database_url, replace(scenario, seed=scenario.seed + k), keep=keep))
+        seeded = replace(scenario, seed=scenario.seed + k)
+        runs.append(run(database_url, seeded, keep=keep))
         if done:
             done(runs[-1])
-    return combine(scenario, runs)
+        if rules:
+            without.append(run(database_url, replace(seeded, contact_caps=[], retries={}), keep=keep))
+    return combine(scenario, runs, without)

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import agents, dialstate, dnc, phones
+from dialerapi.rules import agents, contact_caps, dialstate, dnc, outcome_retries, phones
 from dialerapi.rules.actions import sweep
 from dialerapi.simulate.crm import CrmFilings
 from dialerapi.simulate.engines import ENGINES
@@ -105,6 +105,7 @@ class Floor(Pacing, CrmFilings):
         self.callbacks = {}  # oli_id -> callback_scheduled_at (wall clock) not yet dialed
         self.phones = {}  # oli_id -> E.164 digits
         self.listed = set()  # oli_ids whose phone is on the do-not-call list
+        self.contacted = set()  # oli_ids whose customer reached an agent at least once (issue #50)
         self.count = Counter()
         self.outcomes = Counter()
         self.waits = []
@@ -186,6 +187,7 @@ class Floor(Pacing, CrmFilings):
                 offset += n
         for agent in self.agents.values():
             self.db.run(agents.save_agent, agent.id, str(1000 + agent.id), f"Sim agent {agent.id}", agent.skills, [])
+        self.db.run(self._caps_and_retries)
         weights = [scenario.form_types[t] for t in form_types]
         zones = list(scenario.phone_zones)
         zone_weights = [scenario.phone_zones[z] for z in zones]
@@ -196,6 +198,9 @@ class Floor(Pacing, CrmFilings):
             zone = self.rng.choices(zones, zone_weights)[0] if len(zones) > 1 else zones[0]
             prefix, length = PHONE_ZONES[zone]
             phone = prefix + f"{self.rng.randint(0, 10 ** (length - len(prefix)) - 1):0{length - len(prefix)}d}"
+            # Drawn only when asked for, so a seed's campaign without shared numbers is the one it was.
+            if scenario.shared_phone_share and leads and self.rng.random() < scenario.shared_phone_share:
+                phone = self.rng.choice(leads)["phone_number"]
             lead = {"oli_id": f"SIM-{n}", "phone_number": phone,
                     "client_name": f"Sim lead {n}", "form_type": self.rng.choices(form_types, weights)[0],
                     "priority_id": 2}
@@ -211,6 +216,15 @@ class Floor(Pacing, CrmFilings):
             self.db.run(dnc.add, [self.phones[oli_id] for oli_id in sorted(self.listed)], "sim", self.now)
         for start in range(0, len(leads), PUSH_BATCH):
             self.http("/api/leads", {"leads": leads[start:start + PUSH_BATCH]}, expect=(201,))
+
+    def _caps_and_retries(self, conn):
+        """The scenario's contact caps, enabled, and its retries per outcome (issue #50)."""
+        for cap in self.scenario.contact_caps:
+            if not isinstance(cap, str):
+                contact_caps.add(conn, cap["name"], cap["max"], cap["per"], cap.get("region"), cap.get("form_type"))
+            contact_caps.set_enabled(conn, cap if isinstance(cap, str) else cap["name"], True)
+        for outcome, rule in self.scenario.retries.items():
+            outcome_retries.set_rule(conn, outcome, rule.get("delay"), rule.get("max"))
 
     def http(self, path, body, expect, headers=None):
         """POST through the app's own request path; raise RuntimeError on a status not in `expect`."""
@@ -391,6 +405,7 @@ class Floor(Pacing, CrmFilings):
         self._set_state(agent, "talk")
         agent.contacts += 1
         self.count["contacts"] += 1
+        self.contacted.add(call.oli_id)
         self.bucket()["contacts"] += 1
         talk = scenario.talk_seconds.sample(self.rng)
         draw = self.rng.random()

@@ -14,7 +14,7 @@ from scipy import stats
 
 STATES = ("ringing", "talk", "wrap", "idle", "blocked")
 SHARES = ("abandon_rate", "waited_share", "occupancy", "late_filing_share", "callbacks_on_time_share",
-          "personal_callbacks_on_time_share", "ordinary_callbacks_on_time_share", "penetration")
+          "personal_callbacks_on_time_share", "ordinary_callbacks_on_time_share", "penetration", "contact_rate")
 
 
 def _share(part, whole):
@@ -49,6 +49,9 @@ def run_result(floor, database):
         "personal_callbacks_on_time_share": _share(callbacks["personal"]["on_time"], callbacks["personal"]["due"]),
         "ordinary_callbacks_on_time_share": _share(callbacks["ordinary"]["on_time"], callbacks["ordinary"]["due"]),
         "penetration": _share(database["dialed"], database["leads"]),
+        "leads_contacted": len(floor.contacted),
+        "contact_rate": _share(len(floor.contacted), database["leads"]),
+        "held_by_caps": database["held_by_caps"],
         "dialed_listed": count["dialed_listed"],
         "dialed_outside_window": count["dialed_outside_window"] if floor.config.obey_calling_window else None,
         **(_per_skill(floor, database) if predictive else {}),
@@ -128,9 +131,10 @@ def interval(values, upper=None):
     return {"mean": round(mean, 4), "ci95_low": round(low, 4), "ci95_high": round(high, 4), "values": values}
 
 
-def combine(scenario, runs):
+def combine(scenario, runs, without=()):
     """The report of K replications: the scenario, each KPI's mean and 95% interval, per-hour and
-    per-agent means, and every run in full."""
+    per-agent means, and every run in full; with `without` (the same seeds played without the
+    scenario's contact caps and retries per outcome, issue #50), "caps_cost"."""
     names = list(runs[0]["kpis"])
     hours = {}
     for run in runs:
@@ -145,7 +149,24 @@ def combine(scenario, runs):
         "agents": [_mean_row(agent_rows[0]["agent_id"], agent_rows, len(runs), key="agent_id")
                    for agent_rows in zip(*(run["agents"] for run in runs))],
         "runs": runs,
+        **({"caps_cost": caps_cost(runs, without)} if without else {}),
     }
+
+
+COST_FIGURES = ("calls", "leads_contacted", "contact_rate")
+
+
+def caps_cost(runs, without):
+    """What the caps and retries cost (issue #50): per figure of COST_FIGURES, its mean and interval
+    with them ("with") and without ("without"), and "prevented_calls", the calls without less the
+    calls with, per seed."""
+    cost = {name: {"with": interval([run["kpis"][name] for run in runs], 1 if _is_share(name) else None),
+                   "without": interval([run["kpis"][name] for run in without], 1 if _is_share(name) else None)}
+            for name in COST_FIGURES}
+    cost["prevented_calls"] = interval([other["kpis"]["calls"] - run["kpis"]["calls"]
+                                        for run, other in zip(runs, without)])
+    cost["held_by_caps"] = interval([run["kpis"]["held_by_caps"] for run in runs])
+    return cost
 
 
 def _mean_row(label, rows, runs, key="hour"):
@@ -170,6 +191,13 @@ def summary(report):
         mean = "-" if figure["mean"] is None else f"{figure['mean']:g}"
         spread = f"{figure['ci95_low']:g} .. {figure['ci95_high']:g}" if figure["ci95_low"] is not None else ""
         lines.append(f"{name:<34}{mean:>12}{spread:>24}")
+    if "caps_cost" in report:
+        cost = report["caps_cost"]
+        lines += ["", "contact caps and retries per outcome (issue #50), the same seeds with and without them:",
+                  f"{'figure':<34}{'with':>12}{'without':>12}"]
+        lines += [f"{name:<34}{cost[name]['with']['mean']:>12g}{cost[name]['without']['mean']:>12g}"
+                  for name in COST_FIGURES]
+        lines.append(f"{'prevented_calls':<34}{cost['prevented_calls']['mean']:>12g}")
     first = report["runs"][0]
     lines += ["", f"first run (seed {first['seed']}):", f"{'final status':<26}{'leads':>12}"]
     lines += [f"{status:<26}{n:>12}" for status, n in first["final_status"].items()]

@@ -16,7 +16,9 @@ from pathlib import Path
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
+from dialerapi.rules import contact_caps
 from dialerapi.rules.dialstate import OUTCOMES
+from dialerapi.rules.states import RETRY_OUTCOMES
 
 MODES = ("progressive", "predictive")
 PACING_RULES = ("ratio", "abandon", "rate")
@@ -85,7 +87,9 @@ class DurationField(fields.Field):
 # Where leads' phones ring (issue #30): the digits a lead's number starts with, then random digits
 # to its length. IN: Asia/Kolkata; the US ones: New York, Chicago, Los Angeles, Honolulu; AE: Dubai.
 PHONE_ZONES = {"IN": ("9", 10), "US-Eastern": ("12122", 11), "US-Central": ("13122", 11),
-               "US-Pacific": ("14152", 11), "US-Hawaii": ("18082", 11), "AE": ("97150", 12)}
+               "US-Pacific": ("14152", 11), "US-Hawaii": ("18082", 11), "AE": ("97150", 12),
+               # Issue #50: states with a contact cap (florida-oklahoma-3-per-24h).
+               "US-Florida": ("13052", 11), "US-Oklahoma": ("14052", 11)}
 
 
 def _share():
@@ -162,6 +166,13 @@ class ScenarioSchema(Schema):
     grace_minutes = fields.Integer(validate=Range(0, 1440), load_default=10)
     engine = fields.String(validate=OneOf(("library", "http")), load_default="library")
     dialer = fields.Nested(DialerSchema, load_default=lambda: DialerSchema().load({}))
+    # Issue #50: contact caps (a preset's name, or {name, max, per, region?, form_type?}), retries
+    # per outcome ({outcome: {delay?, max?}}), and the share of leads that reuse an earlier lead's
+    # phone number (one person, two products).
+    contact_caps = fields.List(fields.Raw(), validate=Length(0, 20), load_default=list)
+    retries = fields.Dict(keys=fields.String(validate=OneOf(RETRY_OUTCOMES)), values=fields.Dict(),
+                          load_default=dict)
+    shared_phone_share = _share()
 
     @validates_schema
     def _consistent(self, data, **kwargs):
@@ -182,6 +193,8 @@ class ScenarioSchema(Schema):
                 raise ValidationError("more agents with a skill than agents", "skills")
             if set(skills) - set(form_types):
                 raise ValidationError("a skill that no lead has", "skills")
+        _check_caps(data.get("contact_caps") or [])
+        _check_retries(data.get("retries") or {})
         if not any((data.get("outcomes") or DEFAULT_OUTCOMES).values()):
             raise ValidationError("at least one outcome needs a weight", "outcomes")
         if not any(form_types.values()):
@@ -203,7 +216,44 @@ DEFAULT_OUTCOMES = {"answered": 35, "no_answer": 33, "busy": 10, "congestion": 3
                     "originate_failed": 2}
 DEFAULT_FORM_TYPES = {"home_loan": 1, "credit_card": 1, "health_insurance": 1}
 SHARES = {"files_outcome": 0.85, "during_call": 0.2, "callback_share": 0.45, "pushed_callbacks": 0.05,
-          "personal_callback_share": 0.0, "listed_share": 0.0}
+          "personal_callback_share": 0.0, "listed_share": 0.0, "shared_phone_share": 0.0}
+CAP_KEYS = {"name", "max", "per", "region", "form_type"}
+RULE_KEYS = {"delay", "max"}
+
+
+def _check_caps(caps):
+    """Each contact cap of a scenario: a shipped preset's name, or a cap `dialerapi caps add` would take."""
+    for cap in caps:
+        if isinstance(cap, str):
+            if cap not in contact_caps.PRESETS:
+                raise ValidationError(f"{cap!r}: a preset is one of {', '.join(contact_caps.PRESETS)}", "contact_caps")
+            continue
+        if not isinstance(cap, dict) or set(cap) - CAP_KEYS or not {"name", "max", "per"} <= set(cap):
+            raise ValidationError("a preset's name, or {name, max, per, region?, form_type?}", "contact_caps")
+        if not isinstance(cap["name"], str) or not contact_caps.NAME.match(cap["name"]):
+            raise ValidationError(f"name {cap['name']!r}: lowercase letters, digits and '-'", "contact_caps")
+        if isinstance(cap["max"], bool) or not isinstance(cap["max"], int) or not 1 <= cap["max"] <= 1000:
+            raise ValidationError(f"{cap['name']}: max is a whole number from 1 to 1000", "contact_caps")
+        try:
+            contact_caps.window_seconds(cap["per"])
+            if cap.get("region") is not None:
+                contact_caps.check_regions(cap["region"])
+        except contact_caps.InvalidCap as exc:
+            raise ValidationError(f"{cap['name']}: {exc}", "contact_caps") from None
+
+
+def _check_retries(retries):
+    for outcome, rule in retries.items():
+        if set(rule) - RULE_KEYS or not rule:
+            raise ValidationError(f"{outcome}: {{delay?, max?}}, at least one", "retries")
+        try:
+            if "delay" in rule:
+                contact_caps.window_seconds(rule["delay"])
+        except contact_caps.InvalidCap:
+            raise ValidationError(f"{outcome}: delay is a number and a unit, s, m, h or d (15m)", "retries") from None
+        most = rule.get("max", 1)
+        if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= 100:
+            raise ValidationError(f"{outcome}: max is a whole number from 1 to 100", "retries")
 
 
 @dataclass(frozen=True)
@@ -243,6 +293,9 @@ class Scenario:
     grace_minutes: int
     engine: str
     dialer: dict
+    contact_caps: list
+    retries: dict
+    shared_phone_share: float
 
     def to_json(self):
         """The scenario as plain JSON values, in the file format `load_scenario` reads."""

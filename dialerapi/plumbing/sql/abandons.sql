@@ -22,20 +22,23 @@ UPDATE sales_master SET predictive_call = 1 WHERE id = :id;
 -- name: clear_call_moments(id)!
 UPDATE sales_master SET call_answered_at = NULL, agent_connected_at = NULL, predictive_call = 0 WHERE id = :id;
 
--- name: count_settle(form_type, day, hour, minute, answered, abandoned, late_connects)!
+-- name: count_settle(form_type, day, hour, minute, answered, abandoned, late_connects, machines)!
 -- One settle in its floor day, hour and minute, on this node's rows (`node`): settles on
 -- two Galera nodes never write one row. Rows in PK order, so two settles lock them in one order.
-INSERT INTO dialerapi_abandon_counts (grain, form_type, starts_at, node, calls, answered, abandoned, late_connects)
-VALUES ('d', :form_type, :day, CONCAT(@@hostname, ':', @@port), 1, :answered, :abandoned, :late_connects),
-       ('h', :form_type, :hour, CONCAT(@@hostname, ':', @@port), 1, :answered, :abandoned, :late_connects),
-       ('m', :form_type, :minute, CONCAT(@@hostname, ':', @@port), 1, :answered, :abandoned, :late_connects)
+-- machines: settles with outcome machine (issue #50).
+INSERT INTO dialerapi_abandon_counts
+  (grain, form_type, starts_at, node, calls, answered, abandoned, late_connects, machines)
+VALUES ('d', :form_type, :day, CONCAT(@@hostname, ':', @@port), 1, :answered, :abandoned, :late_connects, :machines),
+       ('h', :form_type, :hour, CONCAT(@@hostname, ':', @@port), 1, :answered, :abandoned, :late_connects, :machines),
+       ('m', :form_type, :minute, CONCAT(@@hostname, ':', @@port), 1, :answered, :abandoned, :late_connects, :machines)
 ON DUPLICATE KEY UPDATE calls = calls + VALUES(calls), answered = answered + VALUES(answered),
-  abandoned = abandoned + VALUES(abandoned), late_connects = late_connects + VALUES(late_connects);
+  abandoned = abandoned + VALUES(abandoned), late_connects = late_connects + VALUES(late_connects),
+  machines = machines + VALUES(machines);
 
 -- name: abandon_series(grain, form_type, all_form_types, starts_from, starts_before)
 -- Per form_type and period of one grain in [starts_from, starts_before), summed over nodes: the report.
 SELECT form_type, starts_at, SUM(calls) AS calls, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
-       SUM(late_connects) AS late_connects
+       SUM(late_connects) AS late_connects, SUM(machines) AS machines
 FROM dialerapi_abandon_counts
 WHERE grain = :grain AND (:all_form_types OR form_type = :form_type)
   AND starts_at >= :starts_from AND starts_at < :starts_before

@@ -99,14 +99,16 @@ SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 -- not count against an agent. One row per skill, however many agents: a predictive claim's cost
 -- does not grow with the floor.
 -- With :enforce (issue #37, rules.abandons), the skill's abandon counts in the same statement,
--- each "answered;abandoned": today's and the period's (rules.abandons says which rows),
+-- each "answered;abandoned;0;machines" (machines: issue #50): today's and the period's (rules.abandons says which rows),
 -- and its pending predictive calls; each a primary-key range of a few rows, read only when enforced.
 SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
        GROUP_CONCAT(DISTINCT p.priority_id ORDER BY p.priority_id SEPARATOR ';') AS priorities,
-       IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0))
+       IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
+                                   COALESCE(SUM(c.machines), 0))
                      FROM dialerapi_abandon_counts AS c
                      WHERE c.grain = 'd' AND c.form_type = s.form_type AND c.starts_at = :today), NULL) AS today,
-       IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0))
+       IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
+                                   COALESCE(SUM(c.machines), 0))
                      FROM dialerapi_abandon_counts AS c
                      WHERE c.form_type = s.form_type
                        AND ((:period = '30d' AND c.grain = 'd' AND c.starts_at >= :day_from)

@@ -53,3 +53,8 @@ ORDER BY reserved_at, id;
 -- oldest reserved_at.
 SELECT COUNT(*) AS live, COALESCE(SUM(reserved_at IS NULL), 0) AS without_lease, MIN(reserved_at) AS oldest
 FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1;
+
+-- name: outcome_attempts(lead_id, result, since)$
+-- The lead's attempts with one result since its cycle began (its first_attempt_at; a push or a
+-- callback starts a new cycle): an outcome's maximum of attempts (issue #50). ix_sales_call_attempts_lead.
+SELECT COUNT(*) FROM sales_call_attempts WHERE lead_id = :lead_id AND result = :result AND ended_at >= :since;

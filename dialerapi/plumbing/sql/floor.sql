@@ -34,7 +34,7 @@ GROUP BY m.form_type;
 -- due and unreserved in each claim bucket of claims.sql due_candidates, counting to :cap at most.
 -- A bucket's count is read only when its :cap-th entry does not exist (the probe reads :cap index
 -- entries), so every count reads at most :cap entries whatever the table holds. And its abandon
--- counts (issue #37, rules.abandons), each "answered;abandoned;late_connects" summed over nodes:
+-- counts (issue #37, rules.abandons), each "answered;abandoned;late_connects;machines" summed over nodes:
 -- the last 15 minutes, today and the legal period (the rows of each window as claims.sql
 -- free_skills reads them), each a primary-key range of a few rows. One statement: one round trip
 -- for every form_type.
@@ -61,25 +61,28 @@ SELECT ft.form_type,
      :cap,
      (SELECT COUNT(*) FROM sales_master WHERE dial_status = 'Not Connected' AND isReserved = 0
         AND form_type = ft.form_type AND next_retry_at <= :now)) AS not_connected,
-  CONCAT(COALESCE(m15.answered, 0), ';', COALESCE(m15.abandoned, 0), ';', COALESCE(m15.late_connects, 0))
+  CONCAT(COALESCE(m15.answered, 0), ';', COALESCE(m15.abandoned, 0), ';', COALESCE(m15.late_connects, 0), ';',
+         COALESCE(m15.machines, 0))
     AS window_15m,
-  CONCAT(COALESCE(today.answered, 0), ';', COALESCE(today.abandoned, 0), ';', COALESCE(today.late_connects, 0))
+  CONCAT(COALESCE(today.answered, 0), ';', COALESCE(today.abandoned, 0), ';', COALESCE(today.late_connects, 0), ';',
+         COALESCE(today.machines, 0))
     AS window_today,
-  CONCAT(COALESCE(period.answered, 0), ';', COALESCE(period.abandoned, 0), ';', COALESCE(period.late_connects, 0))
+  CONCAT(COALESCE(period.answered, 0), ';', COALESCE(period.abandoned, 0), ';', COALESCE(period.late_connects, 0), ';',
+         COALESCE(period.machines, 0))
     AS window_period
 FROM (SELECT DISTINCT form_type FROM sales_agent_skills WHERE :form_type IS NULL
       UNION SELECT :form_type FROM DUAL WHERE :form_type IS NOT NULL) AS ft
 -- Each window's rows read once for every form_type: one range of the counts' key (grain, starts_at).
 LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
-                  SUM(late_connects) AS late_connects
+                  SUM(late_connects) AS late_connects, SUM(machines) AS machines
            FROM dialerapi_abandon_counts WHERE grain = 'm' AND starts_at >= :minute_from
            GROUP BY form_type) AS m15 ON m15.form_type = ft.form_type
 LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
-                  SUM(late_connects) AS late_connects
+                  SUM(late_connects) AS late_connects, SUM(machines) AS machines
            FROM dialerapi_abandon_counts WHERE grain = 'd' AND starts_at = :today
            GROUP BY form_type) AS today ON today.form_type = ft.form_type
 LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
-                  SUM(late_connects) AS late_connects
+                  SUM(late_connects) AS late_connects, SUM(machines) AS machines
            FROM dialerapi_abandon_counts
            WHERE (:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
               OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)

@@ -75,7 +75,8 @@ CROSS JOIN (
            'id', id,
            'outcome', CASE result WHEN 'ANSWER' THEN 'answered' WHEN 'NOANSWER' THEN 'no_answer' WHEN 'BUSY' THEN 'busy'
                       WHEN 'CONGESTION' THEN 'congestion' WHEN 'REJECT' THEN 'rejected' WHEN 'CANCEL' THEN 'cancelled'
-                      WHEN 'ABANDON' THEN 'abandoned' WHEN 'ORIGINATE_FAILED' THEN 'originate_failed' END,
+                      WHEN 'ABANDON' THEN 'abandoned' WHEN 'MACHINE' THEN 'machine'
+                      WHEN 'ORIGINATE_FAILED' THEN 'originate_failed' END,
            'result', result, 'agent_id', agent_id, 'call_type', call_type, 'form_type', form_type,
            'started_at', DATE_FORMAT(started_at, '%%Y-%%m-%%d %%H:%%i:%%s'),
            'ended_at', DATE_FORMAT(ended_at, '%%Y-%%m-%%d %%H:%%i:%%s'),

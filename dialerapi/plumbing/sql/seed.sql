@@ -33,3 +33,16 @@ INSERT IGNORE INTO sales_pause_reasons (code, label, kind, needs_note, sort_orde
   ('left', 'Left the panel', 'system', 0, 101),
   ('toggle', 'Outbound toggled', 'system', 0, 102),
   ('day_reset', 'Day reset', 'system', 0, 103);
+
+-- name: seed_contact_caps()!
+-- The shipped contact caps (issue #50, docs/compliance/contact-caps.md), off until an operator
+-- enables one; an operator's enabled flag is never overwritten.
+INSERT IGNORE INTO dialerapi_contact_caps (name, max_attempts, window_seconds, region, form_type, enabled, preset, source)
+VALUES ('florida-oklahoma-3-per-24h', 3, 86400, 'US-FL,US-OK', NULL, 0, 1,
+        'Florida s. 501.616(6)(b) as amended in 2021; Oklahoma Telephone Solicitation Act of 2022, 15 O.S. s. 775C.4'),
+       ('reg-f-7-in-7', 7, 604800, NULL, NULL, 0, 1,
+        'CFPB Regulation F, 12 CFR 1006.14(b)(2)(i): per debt; add a copy with --form-type for each form_type that holds debts');
+
+-- name: has_contact_caps()$
+SELECT EXISTS (SELECT 1 FROM information_schema.tables
+               WHERE table_schema = DATABASE() AND table_name = 'dialerapi_contact_caps');

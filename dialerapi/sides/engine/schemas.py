@@ -44,12 +44,16 @@ class PredictiveClaimSchema(ApiSchema):
 
 
 class NamedClaimSchema(ApiSchema):
-    """POST /engine/claim, mode redial or inbound: {mode, request_id, agent_id, oli_id}: that lead for that agent."""
+    """POST /engine/claim, mode redial or inbound: {mode, request_id, agent_id, oli_id, customer_request?}:
+    that lead for that agent."""
 
     mode = Text(required=True, validate=OneOf([REDIAL, "inbound"]))
     request_id = _request_id()
     agent_id = StrictInteger(required=True, validate=EMPLOYEE_ID)
     oli_id = _engine_oli_id(required=True)
+    customer_request = StrictBoolean(load_default=False, metadata={
+        "description": "A redial the customer asked for (issue #50): not held to the contact caps, nor counted "
+                       "against them. Default false."})
 
 
 CLAIM_SCHEMAS = {"progressive": ProgressiveClaimSchema, "predictive": PredictiveClaimSchema,

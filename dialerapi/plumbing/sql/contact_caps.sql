@@ -1,0 +1,89 @@
+-- Contact caps per phone number (issue #50, rules.contact_caps). Callers own the transaction.
+
+-- name: contact_caps()
+SELECT name, max_attempts, window_seconds, region, form_type, enabled, preset, source
+FROM dialerapi_contact_caps ORDER BY name;
+
+-- name: enabled_contact_caps()
+SELECT name, max_attempts, window_seconds, region, form_type
+FROM dialerapi_contact_caps WHERE enabled = 1 ORDER BY name;
+
+-- name: set_contact_cap_enabled(name, enabled)!
+UPDATE dialerapi_contact_caps SET enabled = :enabled WHERE name = :name;
+
+-- name: add_contact_cap(name, max_attempts, window_seconds, region, form_type, enabled)!
+INSERT INTO dialerapi_contact_caps (name, max_attempts, window_seconds, region, form_type, enabled, preset)
+VALUES (:name, :max_attempts, :window_seconds, :region, :form_type, :enabled, 0);
+
+-- name: remove_contact_cap(name)!
+DELETE FROM dialerapi_contact_caps WHERE name = :name AND preset = 0;
+
+-- name: lock_contact_number(phone_e164, now_utc)!
+-- Written, not only read: two claims of one number on two Galera nodes conflict on this row, and
+-- one of them is retried (a FOR UPDATE lock is local to its node).
+INSERT INTO dialerapi_contact_numbers (phone_e164, last_claim_utc) VALUES (:phone_e164, :now_utc)
+ON DUPLICATE KEY UPDATE last_claim_utc = VALUES(last_claim_utc);
+
+-- name: contact_attempts_since(phone_e164, since_utc)
+-- The number's attempts in the longest window, oldest first (ix_contact_attempts_number).
+SELECT at_utc, form_type FROM dialerapi_contact_attempts
+WHERE phone_e164 = :phone_e164 AND at_utc > :since_utc
+ORDER BY at_utc, id;
+
+-- name: insert_contact_attempt(phone_e164, at_utc, form_type, lead_id, reservation_id)!
+INSERT INTO dialerapi_contact_attempts (phone_e164, at_utc, form_type, lead_id, reservation_id)
+VALUES (:phone_e164, :at_utc, :form_type, :lead_id, :reservation_id);
+
+-- name: delete_contact_attempt(reservation_id)!
+-- An originate failure rang nobody: its attempt does not count.
+DELETE FROM dialerapi_contact_attempts WHERE reservation_id = :reservation_id;
+
+-- name: hold_for_cap(id, cap, until)!
+-- The lead's number is at `cap` until `until`: the claim passes it over and it is due again then.
+-- A callback keeps its own time when that is later.
+UPDATE sales_master
+SET next_retry_at = :until,
+    callback_scheduled_at = IF(dial_status = 'Callback' AND (callback_scheduled_at IS NULL OR callback_scheduled_at < :until),
+                               :until, callback_scheduled_at),
+    contact_cap = :cap, contact_cap_until = :until
+WHERE id = :id;
+
+-- name: note_capped(day, cap, phone_e164, form_type, at_utc)!
+INSERT INTO dialerapi_contact_capped (day, cap, phone_e164, form_type, first_at_utc)
+VALUES (:day, :cap, :phone_e164, :form_type, :at_utc)
+ON DUPLICATE KEY UPDATE leads_held = leads_held + 1;
+
+-- name: leads_waiting_on_caps(now)
+-- Per form_type, the leads waiting on a cap: not reserved, still due at the moment the cap frees
+-- them (a push or a CRM action since has moved them on). A range of ix_contact_cap.
+SELECT form_type, COUNT(*) AS waiting
+FROM sales_master FORCE INDEX (ix_contact_cap)
+WHERE contact_cap_until > :now AND isReserved = 0
+  AND IF(dial_status = 'Callback', callback_scheduled_at, next_retry_at) = contact_cap_until
+  AND dial_status IN ('Pending', 'Callback', 'Abandoned', 'Not Connected')
+GROUP BY form_type ORDER BY form_type;
+
+-- name: capped_report(day_from, day_to)
+SELECT day, cap, form_type, COUNT(*) AS numbers, SUM(leads_held) AS leads_held
+FROM dialerapi_contact_capped
+WHERE day BETWEEN :day_from AND :day_to
+GROUP BY day, cap, form_type ORDER BY day, cap, form_type;
+
+-- name: prune_contact_attempts(before_utc, max_rows)!
+DELETE FROM dialerapi_contact_attempts WHERE at_utc < :before_utc ORDER BY at_utc LIMIT :max_rows;
+
+-- Retries per outcome (issue #50, rules.outcome_retries); the settle reads them with the config
+-- (config.sql get_dialer_config).
+
+-- name: outcome_retries()
+SELECT outcome, delay_seconds, max_attempts FROM dialerapi_outcome_retries ORDER BY outcome;
+
+-- name: set_outcome_retry(outcome, delay_seconds, max_attempts)!
+-- A NULL part keeps the stored one.
+INSERT INTO dialerapi_outcome_retries (outcome, delay_seconds, max_attempts)
+VALUES (:outcome, :delay_seconds, :max_attempts)
+ON DUPLICATE KEY UPDATE delay_seconds = COALESCE(VALUES(delay_seconds), delay_seconds),
+  max_attempts = COALESCE(VALUES(max_attempts), max_attempts);
+
+-- name: reset_outcome_retry(outcome)!
+DELETE FROM dialerapi_outcome_retries WHERE outcome = :outcome;

@@ -1,0 +1,305 @@
+"""Contact caps per phone number (issue #50; docs/compliance/contact-caps.md).
+
+A cap is at most `max_attempts` dial attempts to one phone number in a rolling window of
+`window_seconds`, counted across every lead with that number (its E.164 digits, sales_master.
+phone_e164, rules.phones), for every number or only those of its regions (ISO 3166 countries,
+`GB`, or US states by their area codes, `US-FL`, from phonenumbers' geocoding data), and of one
+form_type only when it names one (Regulation F counts per debt). Caps are rows of
+dialerapi_contact_caps, off until enabled; the shipped presets (PRESETS) are rows too.
+
+What the claim does (rules.claims): a progressive or predictive claim passes over a lead whose
+number is at an enabled cap that applies to it, and moves its next_retry_at (a callback's time
+too, when earlier) to the moment the window frees it (`hold`); a redial of one is refused,
+NotClaimable `contact_cap` with the cap's name and that moment. An inbound call, and a redial the
+engine says the customer asked for (`customer_request`), are never held, nor counted: the rules
+count calls the dialer makes on its own (12 CFR 1006.14(b)(3) leaves calls with the consumer's
+prior consent out). Every other claim of a number some enabled cap applies to records an attempt
+at the claim (`record`); an originate failure takes its own back (`forget`); a reservation the
+lease released stays counted, since the phone may have rung.
+
+Two claims of one number are made one after the other: `check` first writes the number's row of
+dialerapi_contact_numbers, which they both need (on two Galera nodes, one fails certification
+and is retried by `transaction()`). Moments are naive UTC (decisions.md D2) in the tables, and
+wall-clock DB_TIMEZONE on the lead, as next_retry_at always is.
+"""
+
+import functools
+import re
+from dataclasses import dataclass
+from datetime import timedelta, timezone
+
+import phonenumbers
+from phonenumbers.geodata import GEOCODE_DATA
+
+from dialerapi.plumbing import clock
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import phones
+
+CONTACT_CAP = "contact_cap"
+INBOUND = "inbound"
+PRESETS = ("florida-oklahoma-3-per-24h", "reg-f-7-in-7")
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+WINDOW = re.compile(r"^([1-9][0-9]{0,4})([smhd])$")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_WINDOW_SECONDS = 31 * 86400
+MAX_ATTEMPTS = 1000
+PRUNE_ROWS = 5000
+
+# The 4-digit "1NPA" entries of phonenumbers' geocoding data name a US area code's state, in full
+# ("Florida") or after a city ("Palm Beach, FL").
+US_STATES = {
+    "Alabama": "AL", "Alaska": "AK", "Arizona": "AZ", "Arkansas": "AR", "California": "CA", "Colorado": "CO",
+    "Connecticut": "CT", "Delaware": "DE", "Florida": "FL", "Georgia": "GA", "Hawaii": "HI", "Idaho": "ID",
+    "Illinois": "IL", "Indiana": "IN", "Iowa": "IA", "Kansas": "KS", "Kentucky": "KY", "Louisiana": "LA",
+    "Maine": "ME", "Maryland": "MD", "Massachusetts": "MA", "Michigan": "MI", "Minnesota": "MN",
+    "Mississippi": "MS", "Missouri": "MO", "Montana": "MT", "Nebraska": "NE", "Nevada": "NV",
+    "New Hampshire": "NH", "New Jersey": "NJ", "New Mexico": "NM", "New York": "NY", "North Carolina": "NC",
+    "North Dakota": "ND", "Ohio": "OH", "Oklahoma": "OK", "Oregon": "OR", "Pennsylvania": "PA",
+    "Rhode Island": "RI", "South Carolina": "SC", "South Dakota": "SD", "Tennessee": "TN", "Texas": "TX",
+    "Utah": "UT", "Vermont": "VT", "Virginia": "VA", "Washington D.C.": "DC", "Washington State": "WA",
+    "West Virginia": "WV", "Wisconsin": "WI", "Wyoming": "WY",
+}
+
+
+class InvalidCap(ValueError):
+    """A cap that cannot be stored; the message names what is wrong."""
+
+
+class UnknownCap(LookupError):
+    """No cap has this name."""
+
+    def __str__(self):
+        return f"no cap is named {self.args[0]!r}: `dialerapi caps list` shows them"
+
+
+@dataclass(frozen=True)
+class Cap:
+    """One cap: `max_attempts` in `window_seconds` (elapsed), for numbers of `regions` (() = all)
+    and of leads of `form_type` (None = all)."""
+
+    name: str
+    max_attempts: int
+    window_seconds: int
+    regions: tuple = ()
+    form_type: str = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A number at a cap: `cap` (its name) frees it at `until` (wall-clock DB_TIMEZONE)."""
+
+    cap: str
+    until: object
+
+
+def _cap(row):
+    regions = tuple(part for part in (row["region"] or "").split(",") if part)
+    return Cap(row["name"], int(row["max_attempts"]), int(row["window_seconds"]), regions, row["form_type"])
+
+
+def enabled(conn):
+    """The enabled caps, as Cap, in name order: one statement, made by every claim."""
+    return tuple(_cap(row) for row in queries.enabled_contact_caps(conn))
+
+
+def listing(conn):
+    """Every cap as a dict: {name, max_attempts, window_seconds, per, region, form_type, enabled, preset, source}."""
+    return [{**row, "per": describe_window(row["window_seconds"]), "enabled": bool(row["enabled"]),
+             "preset": bool(row["preset"])} for row in queries.contact_caps(conn)]
+
+
+def describe_window(seconds):
+    """'24h', '7d', '90m' or '45s': the largest unit that divides `seconds`, days only from two on."""
+    for unit in "dhm":
+        if seconds % UNIT_SECONDS[unit] == 0 and (unit != "d" or seconds > UNIT_SECONDS["d"]):
+            return f"{seconds // UNIT_SECONDS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+def window_seconds(text):
+    """Seconds of a window written `24h`, `7d`, `90m` or `3600s`, at most 31 days. Raises InvalidCap."""
+    match = WINDOW.match(str(text).strip())
+    if not match:
+        raise InvalidCap(f"--per {text!r}: a number and a unit, s, m, h or d (24h, 7d)")
+    seconds = int(match.group(1)) * UNIT_SECONDS[match.group(2)]
+    if seconds > MAX_WINDOW_SECONDS:
+        raise InvalidCap(f"--per {text!r}: at most 31d")
+    return seconds
+
+
+@functools.cache
+def _area_codes():
+    """{US area code (int): state code}, from phonenumbers' geocoding data."""
+    codes = {}
+    for prefix, names in GEOCODE_DATA.items():
+        if len(prefix) != 4 or not prefix.startswith("1"):
+            continue
+        name = names.get("en", "")
+        state = US_STATES.get(name) or (name[-2:] if re.search(r", [A-Z]{2}$", name) else None)
+        if state:
+            codes[int(prefix[1:])] = state
+    return codes
+
+
+def check_regions(text):
+    """The regions of `--region` ('US-FL,US-OK', 'GB') as a tuple. Raises InvalidCap naming the one not known."""
+    regions = tuple(part.strip().upper() for part in str(text).split(",") if part.strip())
+    states = set(_area_codes().values())
+    for region in regions:
+        country, _, state = region.partition("-")
+        if country not in phonenumbers.SUPPORTED_REGIONS:
+            raise InvalidCap(f"--region {region}: {country} is no ISO 3166 country phonenumbers knows")
+        if state and (country != "US" or state not in states):
+            raise InvalidCap(f"--region {region}: a state is given as US-XX, with a US state code (US-FL)")
+    if not regions:
+        raise InvalidCap("--region: name at least one region (US-FL, GB)")
+    return regions
+
+
+def regions_of(number):
+    """The regions number `number` (E.164 digits, an int) is in: its country, and for a US number
+    its state by area code (`US-FL`). A frozenset, empty when phonenumbers cannot place it."""
+    parsed = phones.parse_e164(number)
+    if parsed is None:
+        return frozenset()
+    country = phonenumbers.region_code_for_number(parsed)
+    found = {country} if country else set()
+    if country == "US":
+        state = _area_codes().get(int(str(parsed.national_number)[:3]))
+        if state:
+            found.add(f"US-{state}")
+    return frozenset(found)
+
+
+def applying(caps, number, form_type):
+    """The caps of `caps` that count dial attempts to `number` for a lead of `form_type`."""
+    if number is None or not caps:
+        return ()
+    regions = None
+    chosen = []
+    for cap in caps:
+        if cap.form_type is not None and cap.form_type != form_type:
+            continue
+        if cap.regions:
+            regions = regions_of(number) if regions is None else regions
+            if not regions.intersection(cap.regions):
+                continue
+        chosen.append(cap)
+    return tuple(chosen)
+
+
+def counted(call_type, customer_request=False):
+    """Whether a claim of `call_type` is held to the caps and counted (not inbound, not a redial on
+    the customer's own request)."""
+    return call_type != INBOUND and not customer_request
+
+
+def check(conn, row, now, tz, caps):
+    """The cap the locked lead `row`'s number is at now, as a Hit, or None.
+
+    Locks the number (see the module's docstring) when an enabled cap applies to it. With several
+    caps at their limit, the latest moment one of them frees the number. `now` is wall-clock in
+    `tz` (DB_TIMEZONE).
+    """
+    chosen = applying(caps, row.get("phone_e164"), row["form_type"])
+    if not chosen:
+        return None
+    if tz is None:
+        raise ValueError("contact caps are enabled: the claim needs tz, the zone of now (DB_TIMEZONE)")
+    now_utc = clock.to_utc(now, tz)
+    queries.lock_contact_number(conn, phone_e164=row["phone_e164"], now_utc=now_utc)
+    longest = max(cap.window_seconds for cap in chosen)
+    attempts = list(queries.contact_attempts_since(conn, phone_e164=row["phone_e164"],
+                                                   since_utc=now_utc - timedelta(seconds=longest)))
+    hit = None
+    for cap in chosen:
+        window = timedelta(seconds=cap.window_seconds)
+        inside = [a["at_utc"] for a in attempts
+                  if a["at_utc"] > now_utc - window and (cap.form_type is None or a["form_type"] == cap.form_type)]
+        if len(inside) >= cap.max_attempts:
+            # The window frees one attempt when the attempt that keeps it full leaves it.
+            frees_utc = inside[len(inside) - cap.max_attempts] + window
+            if hit is None or frees_utc > hit[1]:
+                hit = (cap.name, frees_utc)
+    if hit is None:
+        return None
+    return Hit(hit[0], clock.wall(hit[1].replace(tzinfo=timezone.utc), tz))
+
+
+def hold(conn, row, hit, now, tz):
+    """Keep the locked lead `row` from claims until `hit.until` (its next_retry_at, and a callback's
+    time when earlier), and note its number in the day's capped numbers (`dialerapi report caps`)."""
+    queries.hold_for_cap(conn, id=row["id"], cap=hit.cap, until=hit.until)
+    queries.note_capped(conn, day=now.date(), cap=hit.cap, phone_e164=row["phone_e164"], form_type=row["form_type"],
+                        at_utc=clock.to_utc(now, tz))
+
+
+def record(conn, lead, now, tz, caps):
+    """Count the claim of `lead` (as the claim wrote it: with its reservation_id) against its number,
+    when an enabled cap applies to it."""
+    if applying(caps, lead.get("phone_e164"), lead["form_type"]):
+        queries.insert_contact_attempt(conn, phone_e164=lead["phone_e164"], at_utc=clock.to_utc(now, tz),
+                                       form_type=lead["form_type"], lead_id=lead["id"],
+                                       reservation_id=lead["reservation_id"])
+
+
+def forget(conn, reservation_id):
+    """An originate failure rang nobody: the attempt its claim recorded no longer counts."""
+    if reservation_id:
+        queries.delete_contact_attempt(conn, reservation_id=reservation_id)
+
+
+def refusal_figures(hit):
+    """The figures of a redial's 409 `contact_cap`: {"cap", "frees_at" (wall-clock DB_TIMEZONE)}."""
+    return {"cap": hit.cap, "frees_at": clock.format_wall_clock(hit.until)}
+
+
+def waiting(conn, now):
+    """{form_type: leads waiting on a cap now} (/engine/floor)."""
+    return {row["form_type"]: int(row["waiting"]) for row in queries.leads_waiting_on_caps(conn, now=now)}
+
+
+def report(conn, first_day, last_day):
+    """Numbers that reached a cap, per floor day (DB_TIMEZONE), cap and form_type:
+    [{"day", "cap", "form_type", "numbers", "leads_held"}]."""
+    return [{**row, "numbers": int(row["numbers"]), "leads_held": int(row["leads_held"])}
+            for row in queries.capped_report(conn, day_from=first_day, day_to=last_day)]
+
+
+def prune(conn, now, tz):
+    """Delete up to PRUNE_ROWS attempts older than the longest window any cap could have; returns how many."""
+    before = clock.to_utc(now, tz) - timedelta(seconds=MAX_WINDOW_SECONDS)
+    return queries.prune_contact_attempts(conn, before_utc=before, max_rows=PRUNE_ROWS)
+
+
+def add(conn, name, max_attempts, per, region=None, form_type=None):
+    """Store a new cap, disabled. Raises InvalidCap (naming what is wrong) or when the name is taken."""
+    if not NAME.match(name or ""):
+        raise InvalidCap(f"name {name!r}: lowercase letters, digits and '-', at most 64")
+    if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
+        raise InvalidCap(f"--max {max_attempts!r}: a whole number from 1 to {MAX_ATTEMPTS}")
+    seconds = window_seconds(per)
+    regions = check_regions(region) if region is not None else ()
+    if form_type is not None and not 1 <= len(form_type) <= 64:
+        raise InvalidCap("--form-type: 1 to 64 characters")
+    if any(row["name"] == name for row in queries.contact_caps(conn)):
+        raise InvalidCap(f"name {name!r}: a cap has it already")
+    queries.add_contact_cap(conn, name=name, max_attempts=max_attempts, window_seconds=seconds,
+                            region=",".join(regions) or None, form_type=form_type, enabled=0)
+
+
+def set_enabled(conn, name, on):
+    """Turn the cap `name` on or off. Raises UnknownCap."""
+    if not any(row["name"] == name for row in queries.contact_caps(conn)):
+        raise UnknownCap(name)
+    queries.set_contact_cap_enabled(conn, name=name, enabled=int(on))
+
+
+def remove(conn, name):
+    """Remove the cap `name`. Raises UnknownCap; InvalidCap for a preset (it can only be disabled)."""
+    found = [row for row in queries.contact_caps(conn) if row["name"] == name]
+    if not found:
+        raise UnknownCap(name)
+    if found[0]["preset"]:
+        raise InvalidCap(f"{name} is a shipped preset: disable it instead")
+    queries.remove_contact_cap(conn, name=name)

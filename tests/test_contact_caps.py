@@ -1,0 +1,248 @@
+"""Contact caps per phone number (issue #50, items 1, 2 and 4).
+
+lead-intake-api.md "Claim and retry rules" (the claim itself: "Transitions into Calling: not
+shown"); decisions.md D3 (the 409 body), D2 (the service's clock; attempts in UTC). A cap counts
+dial attempts to one phone number (E.164) across every lead with it.
+"""
+
+import json
+import threading
+from datetime import datetime, timedelta
+
+import pytest
+
+from conftest import ENGINE_SECRET, TZ, cli, sixteen_at_once, utc_naive
+from dialerapi.rules import claims, contact_caps, dialstate, floor
+
+NOW = datetime(2026, 11, 21, 10, 0, 0)
+FLORIDA = "+1 305 202 1234"
+FLORIDA_E164 = 13052021234
+OKLAHOMA = "+1 405 202 1234"
+NEW_YORK = "+1 212 202 1234"
+PRESET = "florida-oklahoma-3-per-24h"
+ENGINE = {"Authorization": f"Bearer {ENGINE_SECRET}"}
+
+
+@pytest.fixture(autouse=True)
+def fixed_now(frozen_clock):
+    frozen_clock(NOW)
+
+
+def enable(sql, name=PRESET):
+    sql("UPDATE dialerapi_contact_caps SET enabled = 1 WHERE name = %s", name)
+
+
+def settle(run, oli_id, outcome="no_answer", now=NOW):
+    return run(dialstate.settle, oli_id, outcome, now, tz=TZ, grace_minutes=10, release_retry_ms=60000)
+
+
+def claim(run, agent_id=501, now=NOW):
+    row = run(claims.claim_next, agent_id, now, tz=TZ)
+    return row and row["oli_id"]
+
+
+def test_regions_come_from_phonenumbers_area_codes():
+    """Item 1: a US state by its area codes (phonenumbers' geocoding data), a country by its code."""
+    assert contact_caps.regions_of(FLORIDA_E164) == {"US", "US-FL"}
+    assert contact_caps.regions_of(14052021234) == {"US", "US-OK"}
+    assert contact_caps.regions_of(18132021234) == {"US", "US-FL"}  # Tampa: another Florida area code
+    assert contact_caps.regions_of(12122021234) == {"US", "US-NY"}
+    assert contact_caps.regions_of(442079460958) == {"GB"}
+    assert contact_caps.regions_of(14162021234) == {"CA"}
+
+
+def test_presets_are_shipped_off_and_the_commands_list_enable_and_disable_them(database_url, sql):
+    """Item 1: `dialerapi caps list|enable|disable`, presets off by default."""
+    listed = cli(database_url, "caps", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert PRESET in listed.stdout and "reg-f-7-in-7" in listed.stdout
+    assert {row["name"]: row["enabled"] for row in sql("SELECT name, enabled FROM dialerapi_contact_caps")} == {
+        PRESET: 0, "reg-f-7-in-7": 0}
+    assert cli(database_url, "caps", "enable", PRESET).returncode == 0
+    assert sql.one("SELECT enabled FROM dialerapi_contact_caps WHERE name = %s", PRESET)["enabled"] == 1
+    assert cli(database_url, "caps", "disable", PRESET).returncode == 0
+    assert sql.one("SELECT enabled FROM dialerapi_contact_caps WHERE name = %s", PRESET)["enabled"] == 0
+    unknown = cli(database_url, "caps", "enable", "no-such-cap")
+    assert unknown.returncode == 1 and "no cap is named 'no-such-cap'" in unknown.stderr
+    removed = cli(database_url, "caps", "remove", PRESET)
+    assert removed.returncode == 1 and "preset" in removed.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max", "0", "--per", "24h"], "--max 0"),
+    (["--max", "3", "--per", "24"], "--per '24'"),
+    (["--max", "3", "--per", "40d"], "at most 31d"),
+    (["--max", "3", "--per", "24h", "--region", "US-ZZ"], "--region US-ZZ"),
+    (["--max", "3", "--per", "24h", "--region", "XX"], "--region XX"),
+    (["--max", "3", "--per", "24h", "--form-type", "x" * 65], "--form-type"),
+])
+def test_a_cap_that_cannot_hold_is_refused_naming_what_is_wrong(database_url, sql, args, message):
+    """Item 1: `dialerapi caps add` validated with a clear error; nothing is stored."""
+    result = cli(database_url, "caps", "add", "my-cap", *args)
+    assert result.returncode == 1 and message in result.stderr, result.stderr
+    assert not sql("SELECT name FROM dialerapi_contact_caps WHERE name = 'my-cap'")
+
+
+def test_an_added_cap_is_stored_off_and_a_taken_name_is_refused(database_url, sql):
+    result = cli(database_url, "caps", "add", "texas-debt", "--max", "2", "--per", "7d", "--region", "us-tx",
+                 "--form-type", "debt")
+    assert result.returncode == 0, result.stderr
+    assert sql.one("SELECT max_attempts, window_seconds, region, form_type, enabled FROM dialerapi_contact_caps "
+                   "WHERE name = 'texas-debt'") == {"max_attempts": 2, "window_seconds": 7 * 86400, "region": "US-TX",
+                                                    "form_type": "debt", "enabled": 0}
+    again = cli(database_url, "caps", "add", "texas-debt", "--max", "2", "--per", "7d")
+    assert again.returncode == 1 and "a cap has it already" in again.stderr
+
+
+def test_the_fourth_lead_of_a_florida_number_waits_for_the_window(new_lead, floor_agent, run, sql):
+    """Item 2: three attempts in 24 hours across leads of one number; the fourth lead is passed over,
+    its next_retry_at set to when the first attempt leaves the window; another number goes on."""
+    floor_agent()
+    enable(sql)
+    for n in range(4):
+        new_lead(f"FL-{n}", phone_number=FLORIDA)
+    new_lead("NY-0", phone_number=NEW_YORK)
+    moments = [NOW, NOW + timedelta(minutes=5), NOW + timedelta(minutes=10)]
+    for n, moment in enumerate(moments):
+        assert claim(run, now=moment) == f"FL-{n}"
+        settle(run, f"FL-{n}", now=moment + timedelta(seconds=30))
+    assert claim(run, now=NOW + timedelta(minutes=20)) == "NY-0"
+    assert claim(run, now=NOW + timedelta(minutes=20)) is None
+    held = sql.one("SELECT dial_status, isReserved, next_retry_at, contact_cap, contact_cap_until FROM sales_master "
+                   "WHERE oli_id = 'FL-3'")
+    assert held == {"dial_status": "Pending", "isReserved": 0, "next_retry_at": NOW + timedelta(days=1),
+                    "contact_cap": PRESET, "contact_cap_until": NOW + timedelta(days=1)}
+    assert [row["at_utc"] for row in sql("SELECT at_utc FROM dialerapi_contact_attempts ORDER BY id")] == [
+        utc_naive(moment) for moment in moments]
+    # A second before the window frees the number it is still held; at that moment the lead is due.
+    assert claim(run, now=NOW + timedelta(days=1, seconds=-1)) is None
+    assert claim(run, now=NOW + timedelta(days=1)) == "FL-3"
+
+
+def test_a_number_no_cap_applies_to_is_not_counted(new_lead, floor_agent, run, sql):
+    """A cap of a region counts only that region's numbers: no rows, no lock, for the others."""
+    floor_agent()
+    enable(sql)
+    for n in range(5):
+        new_lead(f"NY-{n}", phone_number=NEW_YORK)
+    assert [claim(run) for _ in range(5)] == [f"NY-{n}" for n in range(5)]
+    assert sql("SELECT * FROM dialerapi_contact_attempts") == []
+
+
+def test_a_cap_of_one_form_type_counts_only_its_own_attempts(database_url, new_lead, floor_agent, run, sql):
+    """Item 1: per form_type (Regulation F counts per debt)."""
+    floor_agent(skills=("home_loan", "debt"))
+    assert cli(database_url, "caps", "add", "debt-1-per-day", "--max", "1", "--per", "24h", "--form-type", "debt",
+               "--enable").returncode == 0
+    new_lead("HL-0", phone_number=FLORIDA)
+    new_lead("HL-1", phone_number=FLORIDA)
+    new_lead("DEBT-0", phone_number=FLORIDA, form_type="debt")
+    new_lead("DEBT-1", phone_number=FLORIDA, form_type="debt")
+    got = {claim(run) for _ in range(4)}
+    assert got == {"HL-0", "HL-1", "DEBT-0", None} or got == {"HL-0", "HL-1", "DEBT-1", None}
+    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 1
+
+
+def test_a_redial_at_the_cap_answers_409_with_the_cap_and_when_it_frees(new_lead, floor_agent, run, sql, client):
+    """Item 2: a redial answers 409 not_claimable, reason contact_cap, the cap's name and the moment
+    (D3); a redial the customer asked for, and an inbound call, go through and are not counted."""
+    floor_agent()
+    enable(sql)
+    for n in range(4):
+        new_lead(f"FL-{n}", phone_number=FLORIDA)
+    for n in range(3):
+        assert claim(run) == f"FL-{n}"
+        settle(run, f"FL-{n}")
+
+    def redial(request_id, **extra):
+        return client.post("/engine/claim", headers=ENGINE, json={
+            "mode": "redial", "request_id": request_id, "agent_id": 501, "oli_id": "FL-3", **extra})
+
+    refused = redial("r-1")
+    assert refused.status_code == 409
+    assert refused.get_json() == {"ok": False, "error": "not_claimable", "reason": "contact_cap", "cap": PRESET,
+                                  "frees_at": "2026-11-22 10:00:00"}
+    assert sql.lead("FL-3")["isReserved"] == 0
+    asked = redial("r-2", customer_request=True)
+    assert asked.status_code == 200 and asked.get_json()["lead"]["oli_id"] == "FL-3"
+    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 3
+    settle(run, "FL-3", "answered")
+    inbound = client.post("/engine/claim", headers=ENGINE, json={
+        "mode": "inbound", "request_id": "i-1", "agent_id": 501, "oli_id": "FL-0"})
+    assert inbound.status_code == 200
+    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 3
+
+
+def test_customer_request_is_a_boolean(client, floor_agent):
+    floor_agent()
+    answer = client.post("/engine/claim", headers=ENGINE, json={
+        "mode": "redial", "request_id": "r-1", "agent_id": 501, "oli_id": "X", "customer_request": "yes"})
+    assert answer.status_code == 400 and answer.get_json()["details"][0]["field"] == "customer_request"
+
+
+def test_an_originate_failure_takes_its_attempt_back(new_lead, floor_agent, run, sql):
+    """Item 2: a call that rang nobody is no contact; a claim's attempt goes with its originate failure."""
+    floor_agent()
+    enable(sql)
+    new_lead("FL-0", phone_number=FLORIDA)
+    assert claim(run) == "FL-0"
+    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 1
+    settle(run, "FL-0", "originate_failed")
+    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 0
+
+
+def test_the_floor_counts_leads_waiting_on_a_cap_and_the_report_lists_the_numbers(
+        database_url, new_lead, floor_agent, run, sql):
+    """Items 3 and 4: /engine/floor's leads_waiting_on_caps per form_type; `dialerapi report caps`."""
+    floor_agent()
+    enable(sql)
+    for n in range(5):
+        new_lead(f"FL-{n}", phone_number=FLORIDA)
+    for n in range(3):
+        assert claim(run) == f"FL-{n}"
+        settle(run, f"FL-{n}")
+    assert claim(run) is None
+    state = run(floor.floor_state, NOW, None, TZ)
+    assert [(row["form_type"], row["leads_waiting_on_caps"]) for row in state["form_types"]] == [("home_loan", 2)]
+    report = cli(database_url, "report", "caps", "--from", "2026-11-21", "--to", "2026-11-21", "--json")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout) == [{"day": "2026-11-21", "cap": PRESET, "form_type": "home_loan",
+                                          "numbers": 1, "leads_held": 2}]
+    # A push moves a held lead on: it is due again and no longer counted as waiting.
+    new_lead("FL-3", phone_number=FLORIDA)
+    state = run(floor.floor_state, NOW, None, TZ)
+    assert state["form_types"][0]["leads_waiting_on_caps"] == 1
+
+
+def test_sixteen_claimers_at_once_on_a_number_at_its_cap_minus_one_serve_exactly_one(
+        app, new_lead, floor_agent, run, sql):
+    """Item 2: 16 claimers released at once on 16 leads sharing a number with 2 of its 3 attempts
+    used: exactly one is served, checked against the attempts and the leads afterwards."""
+    for agent_id in range(501, 517):
+        floor_agent(agent_id)
+    enable(sql)
+    for n in range(2):
+        new_lead(f"USED-{n}", phone_number=FLORIDA)
+        assert claim(run) == f"USED-{n}"
+        settle(run, f"USED-{n}")
+    for n in range(16):
+        new_lead(f"FL-{n}", phone_number=FLORIDA)
+    got, errors = [], []
+    claimers = sixteen_at_once(app, errors)
+
+    def claimer(agent_id):
+        row = claimers(claims.claim_next, agent_id, NOW, tz=TZ)
+        got.append(row and row["oli_id"])
+
+    threads = [threading.Thread(target=claimer, args=(agent_id,)) for agent_id in range(501, 517)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors
+    served = [oli_id for oli_id in got if oli_id]
+    assert len(served) == 1 and len(got) == 16
+    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts WHERE phone_e164 = %s", FLORIDA_E164)["n"] == 3
+    assert [row["oli_id"] for row in sql("SELECT oli_id FROM sales_master WHERE isReserved = 1")] == served
+    held = sql("SELECT contact_cap, next_retry_at FROM sales_master WHERE oli_id LIKE 'FL-%%' AND isReserved = 0")
+    assert len(held) == 15 and all(row["contact_cap"] == PRESET for row in held)
