@@ -49,7 +49,7 @@ bench: install
 	$(SUPERVISE) $(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/import_bench.py \
 	  && $(BIN)/python bench/claim_bench.py \
 	  && $(BIN)/python bench/compliance_bench.py && $(BIN)/python bench/abandon_bench.py \
-	  && $(BIN)/python bench/personal_callback_bench.py \
+	  && $(BIN)/python bench/personal_callback_bench.py && $(BIN)/python bench/caps_bench.py \
 	  && $(BIN)/python bench/floor_bench.py && $(BIN)/python bench/results_bench.py && $(BIN)/python bench/board_bench.py \
 	  && scripts/galera.sh with $(BIN)/python bench/cluster_bench.py'
 

@@ -9,6 +9,7 @@ get their clock from libfaketime, started at a moment the test chose (`faketime.
 """
 
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -21,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -55,7 +56,7 @@ DATA_TABLES = (
     "dialerapi_socket_hosts", "dialerapi_dnc", "dialerapi_call_zones", "dialerapi_counters", "dialerapi_abandon_counts",
     "dialerapi_lead_events", "dialerapi_webhook_endpoints", "dialerapi_webhook_deliveries", "dialerapi_webhook_attempts",
     "dialerapi_agent_states", "dialerapi_agent_days", "dialerapi_contact_caps", "dialerapi_contact_numbers",
-    "dialerapi_contact_attempts", "dialerapi_contact_capped", "dialerapi_outcome_retries",
+    "dialerapi_contact_capped", "dialerapi_outcome_retries",
 )
 
 
@@ -480,6 +481,25 @@ def run(app):
             return get_db().run(work, *args, **kwargs)
 
     return run
+
+
+def contact_attempts(sql, phone_e164=None):
+    """The contact attempts recorded (issue #50), oldest first per number: [(phone_e164, naive UTC
+    moment, form_type, reservation_id)], of one number or of all; read from the JSON the service
+    keeps, computed here with the standard library."""
+    rows = sql("SELECT phone_e164, attempts FROM dialerapi_contact_numbers" +
+               (" WHERE phone_e164 = %s" if phone_e164 else "") + " ORDER BY phone_e164",
+               *([phone_e164] if phone_e164 else []))
+    return [(row["phone_e164"], datetime(1970, 1, 1) + timedelta(seconds=at), form_type, reservation)
+            for row in rows for at, form_type, reservation in json.loads(row["attempts"])]
+
+
+def add_contact_attempts(sql, phone_e164, moments, form_type="home_loan"):
+    """Record earlier dial attempts to a number at `moments` (wall-clock in TZ), as claims would have."""
+    epochs = sorted(int((utc_naive(moment) - datetime(1970, 1, 1)).total_seconds()) for moment in moments)
+    sql("INSERT INTO dialerapi_contact_numbers (phone_e164, version, attempts, last_at_utc) VALUES (%s, 1, %s, %s)",
+        phone_e164, json.dumps([[at, form_type, None] for at in epochs]),
+        datetime(1970, 1, 1) + timedelta(seconds=epochs[-1]))
 
 
 def sixteen_at_once(app, errors, parties=16):

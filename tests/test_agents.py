@@ -296,7 +296,7 @@ def test_outbox_rows_older_than_an_hour_are_pruned_once_per_tick(app, sql):
         " VALUES ('gone/127.0.0.1:8001', 3, 2000, 0, '[3]', %s), ('live/127.0.0.1:8001', 5, 2000, 0, '[5]', %s)",
         NOW - timedelta(minutes=61), NOW - timedelta(seconds=5))
     assert jobs.prune_tick(app) == {"outbox": 1, "engine_replies": 0, "socket_hosts": 1, "abandon_counts": 0,
-                                    "lead_events": 0, "webhook_deliveries": 0, "webhook_attempts": 0, "agent_states": 0}
+                                    "contact_numbers": 0, "lead_events": 0, "webhook_deliveries": 0, "webhook_attempts": 0, "agent_states": 0}
     assert [r["agent_id"] for r in sql("SELECT agent_id FROM dialerapi_outbox")] == [502]
     assert [r["host"] for r in sql("SELECT host FROM dialerapi_socket_hosts")] == ["live/127.0.0.1:8001"]
     assert jobs.prune_tick(app) is None

@@ -11,8 +11,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import ENGINE_SECRET, TZ, cli, sixteen_at_once, utc_naive
+from conftest import ENGINE_SECRET, TZ, add_contact_attempts, cli, contact_attempts, sixteen_at_once, utc_naive
 from dialerapi.rules import claims, contact_caps, dialstate, floor
+from dialerapi.upkeep import jobs
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 FLORIDA = "+1 305 202 1234"
@@ -112,8 +113,7 @@ def test_the_fourth_lead_of_a_florida_number_waits_for_the_window(new_lead, floo
                    "WHERE oli_id = 'FL-3'")
     assert held == {"dial_status": "Pending", "isReserved": 0, "next_retry_at": NOW + timedelta(days=1),
                     "contact_cap": PRESET, "contact_cap_until": NOW + timedelta(days=1)}
-    assert [row["at_utc"] for row in sql("SELECT at_utc FROM dialerapi_contact_attempts ORDER BY id")] == [
-        utc_naive(moment) for moment in moments]
+    assert [at for _, at, _, _ in contact_attempts(sql)] == [utc_naive(moment) for moment in moments]
     # A second before the window frees the number it is still held; at that moment the lead is due.
     assert claim(run, now=NOW + timedelta(days=1, seconds=-1)) is None
     assert claim(run, now=NOW + timedelta(days=1)) == "FL-3"
@@ -126,7 +126,7 @@ def test_a_number_no_cap_applies_to_is_not_counted(new_lead, floor_agent, run, s
     for n in range(5):
         new_lead(f"NY-{n}", phone_number=NEW_YORK)
     assert [claim(run) for _ in range(5)] == [f"NY-{n}" for n in range(5)]
-    assert sql("SELECT * FROM dialerapi_contact_attempts") == []
+    assert sql("SELECT * FROM dialerapi_contact_numbers") == []
 
 
 def test_a_cap_of_one_form_type_counts_only_its_own_attempts(database_url, new_lead, floor_agent, run, sql):
@@ -140,7 +140,7 @@ def test_a_cap_of_one_form_type_counts_only_its_own_attempts(database_url, new_l
     new_lead("DEBT-1", phone_number=FLORIDA, form_type="debt")
     got = {claim(run) for _ in range(4)}
     assert got == {"HL-0", "HL-1", "DEBT-0", None} or got == {"HL-0", "HL-1", "DEBT-1", None}
-    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 1
+    assert len(contact_attempts(sql)) == 1
 
 
 def test_a_redial_at_the_cap_answers_409_with_the_cap_and_when_it_frees(new_lead, floor_agent, run, sql, client):
@@ -165,12 +165,12 @@ def test_a_redial_at_the_cap_answers_409_with_the_cap_and_when_it_frees(new_lead
     assert sql.lead("FL-3")["isReserved"] == 0
     asked = redial("r-2", customer_request=True)
     assert asked.status_code == 200 and asked.get_json()["lead"]["oli_id"] == "FL-3"
-    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 3
+    assert len(contact_attempts(sql)) == 3
     settle(run, "FL-3", "answered")
     inbound = client.post("/engine/claim", headers=ENGINE, json={
         "mode": "inbound", "request_id": "i-1", "agent_id": 501, "oli_id": "FL-0"})
     assert inbound.status_code == 200
-    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 3
+    assert len(contact_attempts(sql)) == 3
 
 
 def test_customer_request_is_a_boolean(client, floor_agent):
@@ -186,9 +186,9 @@ def test_an_originate_failure_takes_its_attempt_back(new_lead, floor_agent, run,
     enable(sql)
     new_lead("FL-0", phone_number=FLORIDA)
     assert claim(run) == "FL-0"
-    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 1
+    assert len(contact_attempts(sql)) == 1
     settle(run, "FL-0", "originate_failed")
-    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts")["n"] == 0
+    assert contact_attempts(sql) == []
 
 
 def test_the_floor_counts_leads_waiting_on_a_cap_and_the_report_lists_the_numbers(
@@ -242,7 +242,16 @@ def test_sixteen_claimers_at_once_on_a_number_at_its_cap_minus_one_serve_exactly
     assert not errors
     served = [oli_id for oli_id in got if oli_id]
     assert len(served) == 1 and len(got) == 16
-    assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_contact_attempts WHERE phone_e164 = %s", FLORIDA_E164)["n"] == 3
+    attempts = contact_attempts(sql, FLORIDA_E164)
+    assert len(attempts) == 3 and attempts[-1][3] == sql.lead(served[0])["reservation_id"]
     assert [row["oli_id"] for row in sql("SELECT oli_id FROM sales_master WHERE isReserved = 1")] == served
     held = sql("SELECT contact_cap, next_retry_at FROM sales_master WHERE oli_id LIKE 'FL-%%' AND isReserved = 0")
     assert len(held) == 15 and all(row["contact_cap"] == PRESET for row in held)
+
+
+def test_numbers_with_no_attempt_in_31_days_are_pruned(app, sql):
+    """The prune job keeps a number while a cap of the longest window (31 days) could count its attempts."""
+    add_contact_attempts(sql, 442079460958, [NOW - timedelta(days=31, minutes=1)])
+    add_contact_attempts(sql, FLORIDA_E164, [NOW - timedelta(days=40), NOW - timedelta(days=30)])
+    assert jobs.prune_tick(app)["contact_numbers"] == 1
+    assert [row["phone_e164"] for row in sql("SELECT phone_e164 FROM dialerapi_contact_numbers")] == [FLORIDA_E164]

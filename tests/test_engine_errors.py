@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, aware, utc_naive
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, add_contact_attempts, aware
 
 RESERVATION = "8d1c2f0e-0000-4000-8000-00000000000a"
 STARTED = "2026-11-21 09:59:30"
@@ -59,8 +59,7 @@ def over_abandon_limit(sql):
 def at_contact_cap(sql):
     """A cap of 1 attempt per 24 hours on every number, and the leads' phone dialed an hour ago (issue #50)."""
     sql("INSERT INTO dialerapi_contact_caps (name, max_attempts, window_seconds, enabled) VALUES ('one-a-day', 1, 86400, 1)")
-    sql("INSERT INTO dialerapi_contact_attempts (phone_e164, at_utc, form_type, lead_id) VALUES (919876543210, %s,"
-        " 'home_loan', 0)", utc_naive(DEFAULT_NOW - timedelta(hours=1)))
+    add_contact_attempts(sql, 919876543210, [DEFAULT_NOW - timedelta(hours=1)])
 
 
 def claim(mode, **fields):

@@ -5,11 +5,12 @@ work, pacing per skill, the abandon limit, personal callbacks) are in tests/faul
 run by `make faults` (issue #47: `make test` in under 5 minutes)."""
 
 import pytest
+from marshmallow import ValidationError
 
 from conftest import cli
 from dialerapi import simulate as sim
 from dialerapi.plumbing.config import database_params
-from dialerapi.simulate.report import interval
+from dialerapi.simulate.report import interval, summary
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
 pytestmark = pytest.mark.slow
@@ -66,3 +67,43 @@ def test_a_campaign_with_listed_phones_and_mixed_zones_never_dials_them_unlawful
         assert sql(f"SELECT COUNT(DISTINCT call_zone_id) AS n FROM `{schema}`.sales_master")[0]["n"] == 2
     finally:
         sql(f"DROP DATABASE `{schema}`")
+
+
+def test_a_campaign_with_contact_caps_never_dials_a_number_past_its_cap_and_says_what_they_cost(
+        database_url, sql):
+    """Issue #50 item 4: Florida numbers shared by several leads, the 3-in-24-hours preset on: no
+    number is dialed more than 3 times, and the report plays the same seed without the caps and
+    retries per outcome and gives the calls they prevented and the contact rate each way."""
+    scenario = sim.load_scenario(None, **SMALL, seed=7, phone_zones={"US-Florida": 1}, shared_phone_share=0.6,
+                                 contact_caps=["florida-oklahoma-3-per-24h"], retries={"busy": {"delay": "5m"}},
+                                 retry_seconds=300)
+    report = sim.replicate(database_url, scenario, keep=True)
+    schemas = [row["Database"] for row in schemas_left(sql, database_url)]
+    try:
+        [capped] = [name for name in schemas
+                    if sql(f"SELECT COUNT(*) AS n FROM `{name}`.dialerapi_contact_caps WHERE enabled = 1")[0]["n"]]
+        per_number = sql(f"SELECT m.phone_e164, COUNT(*) AS n FROM `{capped}`.sales_call_attempts AS a"
+                         f" JOIN `{capped}`.sales_master AS m ON m.id = a.lead_id"
+                         " WHERE a.result <> 'ORIGINATE_FAILED' GROUP BY m.phone_e164 ORDER BY n DESC")
+        assert per_number and per_number[0]["n"] <= 3
+        cost = report["caps_cost"]
+        assert report["runs"][0]["contact"]["held_by_caps"] > 0
+        assert cost["prevented_calls"]["mean"] == cost["calls"]["without"]["mean"] - cost["calls"]["with"]["mean"] > 0
+        assert 0 < cost["contact_rate"]["with"]["mean"] <= 1 and 0 < cost["contact_rate"]["without"]["mean"] <= 1
+        assert "contact caps and retries per outcome" in summary(report)
+    finally:
+        for name in schemas:
+            sql(f"DROP DATABASE `{name}`")
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"contact_caps": ["no-such-preset"]}, "a preset is one of"),
+    ({"contact_caps": [{"name": "x", "max": 0, "per": "24h"}]}, "max is a whole number"),
+    ({"contact_caps": [{"name": "x", "max": 3, "per": "24h", "region": "US-ZZ"}]}, "--region US-ZZ"),
+    ({"retries": {"answered": {"delay": "5m"}}}, "retries"),
+    ({"retries": {"busy": {"delay": "soon"}}}, "delay is a number and a unit"),
+])
+def test_a_bad_cap_or_retry_in_a_scenario_is_refused_naming_it(values, message):
+    with pytest.raises(ValidationError) as refused:
+        sim.load_scenario(values)
+    assert message in str(refused.value)

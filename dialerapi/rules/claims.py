@@ -174,7 +174,7 @@ def _in_claim_order(rows, now):
     return [row["id"] for row in rows]
 
 
-def _lock_first_due(conn, wanted, now, config, tz, agent_id=None, caps=()):
+def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
     """Lock and return the first due, unreserved lead of `wanted` ((form_type, allowed priority_ids)
     pairs, as `_candidates` takes them) in claim order, or None.
 
@@ -186,9 +186,10 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None, caps=()):
     means that no lead of these form_types is due, unreserved and lawful at this moment (issue #16).
     The call zones open now are those this process knows of; before answering None it reads them
     again, in case a push added a zone since. `agent_id`: the agent of a progressive claim (None
-    for a predictive one), who may take their own personal callbacks (rules.callbacks). `caps`:
-    the enabled contact caps (issue #50); a lead whose number is at one is held until it frees
-    (contact_caps.hold) and passed over.
+    for a predictive one), who may take their own personal callbacks (rules.callbacks). A lead
+    whose number is at an enabled contact cap (config.contact_caps, issue #50) is held until it
+    frees (contact_caps.hold) and passed over. Returns (the row, its contact_caps.Ticket), or
+    (None, None).
     """
     tried, held = set(), []
     zones = compliance.open_zone_ids(conn, now, tz, config)
@@ -199,12 +200,14 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None, caps=()):
             if lead_id in tried:
                 continue
             tried.add(lead_id)
-            row = queries.lock_unreserved(conn, id=lead_id)
+            row = queries.lock_unreserved(conn, id=lead_id, caps=bool(config.contact_caps))
             if row is None:
                 held.append(lead_id)
+                continue
             # The candidate was read without a lock: check again now that it is ours.
-            elif _claimable(conn, row, now, tz, config, agent_id, caps):
-                return row
+            claimable, ticket = _claimable(conn, row, now, tz, config, agent_id)
+            if claimable:
+                return row, ticket
         if complete:
             fresh = compliance.open_zone_ids(conn, now, tz, config, reload=True)
             if fresh == zones:
@@ -213,28 +216,31 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None, caps=()):
             continue
         max_rows *= WINDOW_GROWTH
     for lead_id in held:
-        row = queries.lock_unreserved_waiting(conn, id=lead_id)
-        if row is not None and _claimable(conn, row, now, tz, config, agent_id, caps):
-            return row
-    return None
+        row = queries.lock_unreserved_waiting(conn, id=lead_id, caps=bool(config.contact_caps))
+        if row is not None:
+            claimable, ticket = _claimable(conn, row, now, tz, config, agent_id)
+            if claimable:
+                return row, ticket
+    return None, None
 
 
-def _claimable(conn, row, now, tz, config, agent_id, caps):
+def _claimable(conn, row, now, tz, config, agent_id):
+    """(whether the locked `row` may be claimed now, the contact_caps.Ticket to count it with)."""
     if not dialstate.is_due(row, now, config) or callbacks.kept_from(row, agent_id, now, config, tz):
-        return False
+        return False, None
     if compliance.refusal(conn, row, now, tz, config) is not None:
-        return False
-    hit = contact_caps.check(conn, row, now, tz, caps)
+        return False, None
+    hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps)
     if hit is not None:
         contact_caps.hold(conn, row, hit, now, tz)
-        return False
-    return True
+        return False, None
+    return True, ticket
 
 
-def _claim(conn, row, now, tz, caps):
+def _claim(conn, row, ticket, now, tz):
     """Reserve the locked `row` (dialstate.claim_changes) and count it against its number's caps."""
     claimed = dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
-    contact_caps.record(conn, claimed, now, tz, caps)
+    contact_caps.record(conn, claimed, ticket, now, tz)
     return claimed
 
 
@@ -256,12 +262,11 @@ def claim_next(conn, agent_id, now, tz=None):
     reason = dialstate.unavailable_reason(agent, now)
     if reason:
         raise NotClaimable(reason)
-    caps = contact_caps.enabled(conn)
-    row = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config,
-                          _zone(tz, config), agent["id"], caps)
+    row, ticket = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config,
+                                  _zone(tz, config), agent["id"])
     if row is None:
         return None
-    return _claim(conn, row, now, tz, caps)
+    return _claim(conn, row, ticket, now, tz)
 
 
 def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
@@ -295,12 +300,11 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
         if not wanted:
             raise NotClaimable(abandons.ABANDON_LIMIT,
                                abandons=[{"form_type": name, **summary} for name, summary in sorted(held.items())])
-    caps = contact_caps.enabled(conn)
-    row = _lock_first_due(conn, wanted, now, config, _zone(tz, config), caps=caps)
+    row, ticket = _lock_first_due(conn, wanted, now, config, _zone(tz, config))
     if row is None:
         return None
     abandons.mark_predictive(conn, row)
-    return _claim(conn, row, now, tz, caps)
+    return _claim(conn, row, ticket, now, tz)
 
 
 def _zone(tz, config):
@@ -381,7 +385,8 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     reason = dialstate.unavailable_reason(agent, now, outbound=call_type != "inbound" and not own_missed)
     if reason:
         raise NotClaimable(reason)
-    row = queries.lock_lead_skip_locked(conn, oli_id=oli_id)
+    caps = config.contact_caps if contact_caps.counted(call_type, customer_request) else ()
+    row = queries.lock_lead_skip_locked(conn, oli_id=oli_id, caps=bool(caps))
     if row is None:
         if not queries.lead_exists(conn, oli_id=oli_id):
             raise dialstate.UnknownLead(oli_id)
@@ -391,11 +396,10 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     reason = compliance.refusal(conn, row, now, _zone(tz, config), config, call_type)
     if reason:
         raise NotClaimable(reason)
-    caps = contact_caps.enabled(conn) if contact_caps.counted(call_type, customer_request) else ()
-    hit = contact_caps.check(conn, row, now, tz, caps)
+    hit, ticket = contact_caps.check(conn, row, now, tz, caps)
     if hit is not None:
         raise NotClaimable(contact_caps.CONTACT_CAP, **contact_caps.refusal_figures(hit))
-    return _claim(conn, row, now, tz, caps)
+    return _claim(conn, row, ticket, now, tz)
 
 
 KEEP = object()

@@ -17,22 +17,26 @@ prior consent out). Every other claim of a number some enabled cap applies to re
 at the claim (`record`); an originate failure takes its own back (`forget`); a reservation the
 lease released stays counted, since the phone may have rung.
 
-Two claims of one number are made one after the other: `check` first writes the number's row of
-dialerapi_contact_numbers, which they both need (on two Galera nodes, one fails certification
-and is retried by `transaction()`). Moments are naive UTC (decisions.md D2) in the tables, and
-wall-clock DB_TIMEZONE on the lead, as next_retry_at always is.
+A number's attempts of the last 31 days are one row of dialerapi_contact_numbers, read with the
+lead the claim locks (claims.sql lock_unreserved, at no extra round trip) and written back by the
+claim only over the `version` it read (`record`): when another claim of the number wrote it in
+between, the claim is run again (plumbing.db.Conflict) and counts that attempt too; on two Galera
+nodes the two writes fail certification and one is run again. So the check costs nothing when no
+cap applies and one write when one does. Moments are naive UTC (decisions.md D2) in the tables,
+and wall-clock DB_TIMEZONE on the lead, as next_retry_at always is.
 """
 
 import functools
+import json
 import re
 from dataclasses import dataclass
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 import phonenumbers
 from phonenumbers.geodata import GEOCODE_DATA
 
 from dialerapi.plumbing import clock
-from dialerapi.plumbing.db import queries
+from dialerapi.plumbing.db import Conflict, queries
 from dialerapi.rules import phones
 
 CONTACT_CAP = "contact_cap"
@@ -44,6 +48,7 @@ UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_WINDOW_SECONDS = 31 * 86400
 MAX_ATTEMPTS = 1000
 PRUNE_ROWS = 5000
+EPOCH = datetime(1970, 1, 1)
 
 # The 4-digit "1NPA" entries of phonenumbers' geocoding data name a US area code's state, in full
 # ("Florida") or after a city ("Palm Beach, FL").
@@ -92,14 +97,25 @@ class Hit:
     until: object
 
 
+@dataclass(frozen=True)
+class Ticket:
+    """What a claim read of a number some enabled cap applies to, to record its attempt with:
+    `version` None when the number has no row yet; `attempts` [[epoch, form_type, reservation_id]]."""
+
+    phone_e164: int
+    version: int
+    attempts: list
+
+
 def _cap(row):
     regions = tuple(part for part in (row["region"] or "").split(",") if part)
     return Cap(row["name"], int(row["max_attempts"]), int(row["window_seconds"]), regions, row["form_type"])
 
 
-def enabled(conn):
-    """The enabled caps, as Cap, in name order: one statement, made by every claim."""
-    return tuple(_cap(row) for row in queries.enabled_contact_caps(conn))
+def caps_from_json(text):
+    """The enabled caps, as Cap, in name order, from the JSON array get_dialer_config reads them
+    into (the claim reads them with the dialer config, at no round trip of their own); () for none."""
+    return tuple(sorted((_cap(row) for row in json.loads(text)), key=lambda cap: cap.name)) if text else ()
 
 
 def listing(conn):
@@ -195,35 +211,44 @@ def counted(call_type, customer_request=False):
 
 
 def check(conn, row, now, tz, caps):
-    """The cap the locked lead `row`'s number is at now, as a Hit, or None.
+    """(Hit, None) when the locked lead `row`'s number is at a cap now; (None, Ticket) when an
+    enabled cap applies to it and it is under every one; (None, None) when none applies.
 
-    Locks the number (see the module's docstring) when an enabled cap applies to it. With several
-    caps at their limit, the latest moment one of them frees the number. `now` is wall-clock in
-    `tz` (DB_TIMEZONE).
+    `row` carries contact_for (the number they are of), contact_version and contact_attempts when
+    the lock query read them (claims.sql, with caps); they are taken out of it, which is then a
+    sales_master row again. With several
+    caps at their limit, the Hit is the latest moment one of them frees the number. `now` is
+    wall-clock in `tz` (DB_TIMEZONE).
     """
+    read_for = row.pop("contact_for", None)
+    version, stored = row.pop("contact_version", None), row.pop("contact_attempts", None)
     chosen = applying(caps, row.get("phone_e164"), row["form_type"])
     if not chosen:
-        return None
+        return None, None
     if tz is None:
         raise ValueError("contact caps are enabled: the claim needs tz, the zone of now (DB_TIMEZONE)")
-    now_utc = clock.to_utc(now, tz)
-    queries.lock_contact_number(conn, phone_e164=row["phone_e164"], now_utc=now_utc)
-    longest = max(cap.window_seconds for cap in chosen)
-    attempts = list(queries.contact_attempts_since(conn, phone_e164=row["phone_e164"],
-                                                   since_utc=now_utc - timedelta(seconds=longest)))
+    if read_for is None or read_for != row["phone_e164"]:  # not read with the lead, or its number was corrected
+        found = queries.contact_number(conn, phone_e164=row["phone_e164"])
+        version, stored = (found["version"], found["attempts"]) if found else (None, None)
+    attempts = json.loads(stored) if stored else []
+    now_epoch = _epoch(clock.to_utc(now, tz))
     hit = None
     for cap in chosen:
-        window = timedelta(seconds=cap.window_seconds)
-        inside = [a["at_utc"] for a in attempts
-                  if a["at_utc"] > now_utc - window and (cap.form_type is None or a["form_type"] == cap.form_type)]
+        inside = [at for at, form_type, _ in attempts
+                  if at > now_epoch - cap.window_seconds and (cap.form_type is None or form_type == cap.form_type)]
         if len(inside) >= cap.max_attempts:
             # The window frees one attempt when the attempt that keeps it full leaves it.
-            frees_utc = inside[len(inside) - cap.max_attempts] + window
-            if hit is None or frees_utc > hit[1]:
-                hit = (cap.name, frees_utc)
-    if hit is None:
-        return None
-    return Hit(hit[0], clock.wall(hit[1].replace(tzinfo=timezone.utc), tz))
+            frees = inside[len(inside) - cap.max_attempts] + cap.window_seconds
+            if hit is None or frees > hit[1]:
+                hit = (cap.name, frees)
+    if hit is not None:
+        until = EPOCH.replace(tzinfo=timezone.utc) + timedelta(seconds=hit[1])
+        return Hit(hit[0], clock.wall(until, tz)), None
+    return None, Ticket(row["phone_e164"], version, attempts)
+
+
+def _epoch(naive_utc):
+    return int((naive_utc - EPOCH).total_seconds())
 
 
 def hold(conn, row, hit, now, tz):
@@ -234,19 +259,44 @@ def hold(conn, row, hit, now, tz):
                         at_utc=clock.to_utc(now, tz))
 
 
-def record(conn, lead, now, tz, caps):
-    """Count the claim of `lead` (as the claim wrote it: with its reservation_id) against its number,
-    when an enabled cap applies to it."""
-    if applying(caps, lead.get("phone_e164"), lead["form_type"]):
-        queries.insert_contact_attempt(conn, phone_e164=lead["phone_e164"], at_utc=clock.to_utc(now, tz),
-                                       form_type=lead["form_type"], lead_id=lead["id"],
-                                       reservation_id=lead["reservation_id"])
+def record(conn, lead, ticket, now, tz):
+    """Count the claim of `lead` (as the claim wrote it: with its reservation_id) against its
+    number, with the Ticket `check` gave (None: no cap applies, nothing to count). Attempts older
+    than the longest window a cap can have are dropped. Raises plumbing.db.Conflict when another
+    claim wrote the number since `check` read it: the transaction is run again."""
+    if ticket is None:
+        return
+    now_utc = clock.to_utc(now, tz)
+    now_epoch = _epoch(now_utc)
+    attempts = [entry for entry in ticket.attempts if entry[0] > now_epoch - MAX_WINDOW_SECONDS]
+    attempts.append([now_epoch, lead["form_type"], lead["reservation_id"]])
+    text = json.dumps(attempts, separators=(",", ":"))
+    if ticket.version is None:
+        written = queries.add_contact_number(conn, phone_e164=ticket.phone_e164, attempts=text, last_at_utc=now_utc)
+    else:
+        written = queries.write_contact_number(conn, phone_e164=ticket.phone_e164, version=ticket.version,
+                                               attempts=text, last_at_utc=now_utc)
+    if not written:
+        raise Conflict(f"another claim counted an attempt to {ticket.phone_e164} first")
 
 
-def forget(conn, reservation_id):
-    """An originate failure rang nobody: the attempt its claim recorded no longer counts."""
-    if reservation_id:
-        queries.delete_contact_attempt(conn, reservation_id=reservation_id)
+def forget(conn, lead):
+    """An originate failure rang nobody: the attempt the claim of the locked `lead` recorded (by its
+    reservation_id) no longer counts."""
+    if not lead.get("reservation_id") or not lead.get("phone_e164"):
+        return
+    found = queries.contact_number(conn, phone_e164=lead["phone_e164"])
+    if found is None:
+        return
+    attempts = json.loads(found["attempts"])
+    kept = [entry for entry in attempts if entry[2] != lead["reservation_id"]]
+    if len(kept) != len(attempts):
+        last = kept[-1][0] if kept else 0
+        written = queries.write_contact_number(conn, phone_e164=lead["phone_e164"], version=found["version"],
+                                               attempts=json.dumps(kept, separators=(",", ":")),
+                                               last_at_utc=EPOCH + timedelta(seconds=last))
+        if not written:
+            raise Conflict(f"another claim counted an attempt to {lead['phone_e164']} first")
 
 
 def refusal_figures(hit):
@@ -267,9 +317,10 @@ def report(conn, first_day, last_day):
 
 
 def prune(conn, now, tz):
-    """Delete up to PRUNE_ROWS attempts older than the longest window any cap could have; returns how many."""
+    """Delete up to PRUNE_ROWS numbers whose newest attempt is older than the longest window a cap
+    can have; returns how many went."""
     before = clock.to_utc(now, tz) - timedelta(seconds=MAX_WINDOW_SECONDS)
-    return queries.prune_contact_attempts(conn, before_utc=before, max_rows=PRUNE_ROWS)
+    return queries.prune_contact_numbers(conn, before_utc=before, max_rows=PRUNE_ROWS)
 
 
 def add(conn, name, max_attempts, per, region=None, form_type=None):

@@ -15,6 +15,7 @@ from datetime import datetime, time, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
+from dialerapi.rules.contact_caps import caps_from_json
 
 PENDING = "Pending"
 CALLBACK = "Callback"
@@ -114,6 +115,8 @@ class DialerConfig:
     # retry rule of their own, and the share of machine outcomes counted as live (Ofcom).
     outcome_retries: tuple = ()
     amd_false_positive_share: float = 0.0
+    # The enabled contact caps (rules.contact_caps.Cap), read with the config by every claim.
+    contact_caps: tuple = ()
 
     def retry_rule(self, outcome):
         """(delay_seconds, max_attempts) of `outcome`'s own retry rule, each None when not set."""
@@ -169,6 +172,7 @@ def config_from_row(row):
            if "personal_callback_fallback_minutes" in row else {}),
         outcome_retries=parse_outcome_retries(row.get("outcome_retries")),
         amd_false_positive_share=float(row.get("amd_false_positive_share") or 0),
+        contact_caps=caps_from_json(row.get("contact_caps")),
     )
 
 

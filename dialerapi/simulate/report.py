@@ -49,9 +49,6 @@ def run_result(floor, database):
         "personal_callbacks_on_time_share": _share(callbacks["personal"]["on_time"], callbacks["personal"]["due"]),
         "ordinary_callbacks_on_time_share": _share(callbacks["ordinary"]["on_time"], callbacks["ordinary"]["due"]),
         "penetration": _share(database["dialed"], database["leads"]),
-        "leads_contacted": len(floor.contacted),
-        "contact_rate": _share(len(floor.contacted), database["leads"]),
-        "held_by_caps": database["held_by_caps"],
         "dialed_listed": count["dialed_listed"],
         "dialed_outside_window": count["dialed_outside_window"] if floor.config.obey_calling_window else None,
         **(_per_skill(floor, database) if predictive else {}),
@@ -59,6 +56,10 @@ def run_result(floor, database):
     return {
         "seed": floor.scenario.seed,
         "kpis": kpis,
+        # Issue #50: what contact caps and retries per outcome change (caps_cost compares them).
+        "contact": {"calls": kpis["calls"], "leads_contacted": len(floor.contacted),
+                    "contact_rate": _share(len(floor.contacted), database["leads"]),
+                    "held_by_caps": database["held_by_caps"]},
         "outcomes": dict(sorted(floor.outcomes.items())),
         "filings": {key[6:]: count[key] for key in ("filed_during", "filed_after", "filed_late")}
         | {"unfiled_at_end": count["unfiled_at_end"]},
@@ -160,12 +161,12 @@ def caps_cost(runs, without):
     """What the caps and retries cost (issue #50): per figure of COST_FIGURES, its mean and interval
     with them ("with") and without ("without"), and "prevented_calls", the calls without less the
     calls with, per seed."""
-    cost = {name: {"with": interval([run["kpis"][name] for run in runs], 1 if _is_share(name) else None),
-                   "without": interval([run["kpis"][name] for run in without], 1 if _is_share(name) else None)}
+    cost = {name: {"with": interval([run["contact"][name] for run in runs], 1 if _is_share(name) else None),
+                   "without": interval([run["contact"][name] for run in without], 1 if _is_share(name) else None)}
             for name in COST_FIGURES}
-    cost["prevented_calls"] = interval([other["kpis"]["calls"] - run["kpis"]["calls"]
+    cost["prevented_calls"] = interval([other["contact"]["calls"] - run["contact"]["calls"]
                                         for run, other in zip(runs, without)])
-    cost["held_by_caps"] = interval([run["kpis"]["held_by_caps"] for run in runs])
+    cost["held_by_caps"] = interval([run["contact"]["held_by_caps"] for run in runs])
     return cost
 
 

@@ -18,7 +18,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, get_db, queries
-from dialerapi.rules import abandons, actions, agent_states, agents, compliance, dialstate, engine, lead_events
+from dialerapi.rules import (abandons, actions, agent_states, agents, compliance, contact_caps, dialstate, engine,
+                             lead_events)
 from dialerapi.rules import webhooks as webhook_rules
 from dialerapi.upkeep import health, webhooks
 from dialerapi.upkeep.observability import RESERVATIONS_RELEASED, SWEEPS
@@ -145,9 +146,9 @@ def phone_facts_tick(app):
 
 def prune_tick(app):
     """Delete outbox rows older than an hour, engine replies older than a day, abandon counts past
-    their use (abandons.prune), lead events, webhook deliveries and their log older than
-    LEAD_EVENTS_RETENTION_DAYS, and agent state history older than AGENT_STATE_RETENTION_DAYS (in
-    batches); returns how many went."""
+    their use (abandons.prune), contact cap numbers with no attempt in 31 days (contact_caps.prune),
+    lead events, webhook deliveries and their log older than LEAD_EVENTS_RETENTION_DAYS, and agent
+    state history older than AGENT_STATE_RETENTION_DAYS (in batches); returns how many went."""
     with app.app_context():
         db = get_db()
         tz = app.config["DB_TIMEZONE"]
@@ -157,7 +158,8 @@ def prune_tick(app):
             return {"outbox": queries.prune_outbox(conn, before=clock.after(now, -OUTBOX_KEEP, tz)),
                     "engine_replies": engine.prune_replies(conn, now, tz),
                     "socket_hosts": queries.prune_socket_hosts(conn, before=clock.after(now, -OUTBOX_KEEP, tz)),
-                    "abandon_counts": abandons.prune(conn, now)}
+                    "abandon_counts": abandons.prune(conn, now),
+                    "contact_numbers": contact_caps.prune(conn, now, tz)}
 
         def prune_all():
             pruned = db.run(prune)

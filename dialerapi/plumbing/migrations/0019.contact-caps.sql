@@ -6,12 +6,13 @@
 --   their area codes, `US-FL`), optionally of one form_type only. Off until an operator enables one
 --   (`dialerapi caps enable NAME`); the shipped presets are rows with `preset` = 1, added by the
 --   seed (seed.sql seed_contact_caps) that every `dialerapi db upgrade` runs.
--- dialerapi_contact_numbers: one row per number a capped claim dialed. The claim writes it first
---   (INSERT ... ON DUPLICATE KEY UPDATE): two claims of one number wait for each other on one
---   node, and on two Galera nodes one of them fails certification and is retried.
--- dialerapi_contact_attempts: each dial attempt a claim made while a cap was enabled, at `at_utc`
---   (naive UTC, decisions.md D2), kept as long as the longest window needs; an originate failure
---   removes its own (by `reservation_id`).
+-- dialerapi_contact_numbers: one row per number a claim dialed while a cap applied to it, with
+--   its attempts of the last 31 days (`attempts`, JSON [[epoch seconds UTC, form_type,
+--   reservation_id], ...], oldest first) and a `version` each recording claim raises: a claim reads
+--   the row with the lead it locks and writes it back only if `version` is still what it read, so
+--   two claims of one number are never both counted against one free place (on one node the
+--   second waits for the first and finds the version moved; on two Galera nodes one fails
+--   certification), and is run again. `last_at_utc`: its newest attempt, for the prune.
 -- dialerapi_contact_capped: each number that reached a cap, per floor day (DB_TIMEZONE) and cap:
 --   `dialerapi report caps`.
 -- sales_master.contact_cap / contact_cap_until: the cap a claim found the lead's number at and
@@ -41,19 +42,10 @@ CREATE TABLE dialerapi_contact_caps (
 
 CREATE TABLE dialerapi_contact_numbers (
   phone_e164 BIGINT UNSIGNED NOT NULL PRIMARY KEY,
-  last_claim_utc DATETIME NOT NULL
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
-
-CREATE TABLE dialerapi_contact_attempts (
-  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-  phone_e164 BIGINT UNSIGNED NOT NULL,
-  at_utc DATETIME NOT NULL,
-  form_type VARCHAR(64) NOT NULL,
-  lead_id BIGINT NOT NULL,
-  reservation_id CHAR(36) NULL,
-  KEY ix_contact_attempts_number (phone_e164, at_utc),
-  KEY ix_contact_attempts_reservation (reservation_id),
-  KEY ix_contact_attempts_at (at_utc)
+  version BIGINT NOT NULL,
+  attempts MEDIUMTEXT NOT NULL,
+  last_at_utc DATETIME NOT NULL,
+  KEY ix_contact_numbers_last (last_at_utc)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
 CREATE TABLE dialerapi_contact_capped (

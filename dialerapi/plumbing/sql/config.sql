@@ -6,7 +6,11 @@ SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, m
        personal_callback_fallback_minutes, amd_false_positive_share,
        (SELECT GROUP_CONCAT(CONCAT(r.outcome, ':', COALESCE(r.delay_seconds, ''), ':', COALESCE(r.max_attempts, ''))
                             ORDER BY r.outcome SEPARATOR ';')
-          FROM dialerapi_outcome_retries AS r) AS outcome_retries
+          FROM dialerapi_outcome_retries AS r) AS outcome_retries,
+       (SELECT JSON_ARRAYAGG(JSON_OBJECT('name', k.name, 'max_attempts', k.max_attempts,
+                                         'window_seconds', k.window_seconds, 'region', k.region,
+                                         'form_type', k.form_type))
+          FROM dialerapi_contact_caps AS k WHERE k.enabled = 1) AS contact_caps
 FROM sales_dialer_config
 WHERE id = 1;
 

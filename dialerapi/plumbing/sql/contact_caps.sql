@@ -4,10 +4,6 @@
 SELECT name, max_attempts, window_seconds, region, form_type, enabled, preset, source
 FROM dialerapi_contact_caps ORDER BY name;
 
--- name: enabled_contact_caps()
-SELECT name, max_attempts, window_seconds, region, form_type
-FROM dialerapi_contact_caps WHERE enabled = 1 ORDER BY name;
-
 -- name: set_contact_cap_enabled(name, enabled)!
 UPDATE dialerapi_contact_caps SET enabled = :enabled WHERE name = :name;
 
@@ -18,25 +14,22 @@ VALUES (:name, :max_attempts, :window_seconds, :region, :form_type, :enabled, 0)
 -- name: remove_contact_cap(name)!
 DELETE FROM dialerapi_contact_caps WHERE name = :name AND preset = 0;
 
--- name: lock_contact_number(phone_e164, now_utc)!
--- Written, not only read: two claims of one number on two Galera nodes conflict on this row, and
--- one of them is retried (a FOR UPDATE lock is local to its node).
-INSERT INTO dialerapi_contact_numbers (phone_e164, last_claim_utc) VALUES (:phone_e164, :now_utc)
-ON DUPLICATE KEY UPDATE last_claim_utc = VALUES(last_claim_utc);
+-- name: contact_number(phone_e164)^
+-- A number's attempts and version, for a claim whose lock query did not read them (its stored
+-- phone_e164 was corrected) and for an originate failure, which takes its attempt back.
+SELECT version, attempts FROM dialerapi_contact_numbers WHERE phone_e164 = :phone_e164;
 
--- name: contact_attempts_since(phone_e164, since_utc)
--- The number's attempts in the longest window, oldest first (ix_contact_attempts_number).
-SELECT at_utc, form_type FROM dialerapi_contact_attempts
-WHERE phone_e164 = :phone_e164 AND at_utc > :since_utc
-ORDER BY at_utc, id;
+-- name: add_contact_number(phone_e164, attempts, last_at_utc)!
+-- The number's first recorded attempt; 0 rows when another claim added it first (run again).
+INSERT IGNORE INTO dialerapi_contact_numbers (phone_e164, version, attempts, last_at_utc)
+VALUES (:phone_e164, 1, :attempts, :last_at_utc);
 
--- name: insert_contact_attempt(phone_e164, at_utc, form_type, lead_id, reservation_id)!
-INSERT INTO dialerapi_contact_attempts (phone_e164, at_utc, form_type, lead_id, reservation_id)
-VALUES (:phone_e164, :at_utc, :form_type, :lead_id, :reservation_id);
-
--- name: delete_contact_attempt(reservation_id)!
--- An originate failure rang nobody: its attempt does not count.
-DELETE FROM dialerapi_contact_attempts WHERE reservation_id = :reservation_id;
+-- name: write_contact_number(phone_e164, version, attempts, last_at_utc)!
+-- The number's attempts, written only over the version the claim read; 0 rows when another claim
+-- wrote it since (run again). On two Galera nodes the two writes fail certification instead.
+UPDATE dialerapi_contact_numbers
+SET version = version + 1, attempts = :attempts, last_at_utc = :last_at_utc
+WHERE phone_e164 = :phone_e164 AND version = :version;
 
 -- name: hold_for_cap(id, cap, until)!
 -- The lead's number is at `cap` until `until`: the claim passes it over and it is due again then.
@@ -69,8 +62,9 @@ FROM dialerapi_contact_capped
 WHERE day BETWEEN :day_from AND :day_to
 GROUP BY day, cap, form_type ORDER BY day, cap, form_type;
 
--- name: prune_contact_attempts(before_utc, max_rows)!
-DELETE FROM dialerapi_contact_attempts WHERE at_utc < :before_utc ORDER BY at_utc LIMIT :max_rows;
+-- name: prune_contact_numbers(before_utc, max_rows)!
+-- Numbers with no attempt inside any window a cap can have.
+DELETE FROM dialerapi_contact_numbers WHERE last_at_utc < :before_utc ORDER BY last_at_utc LIMIT :max_rows;
 
 -- Retries per outcome (issue #50, rules.outcome_retries); the settle reads them with the config
 -- (config.sql get_dialer_config).
