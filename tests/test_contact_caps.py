@@ -255,3 +255,17 @@ def test_numbers_with_no_attempt_in_31_days_are_pruned(app, sql):
     add_contact_attempts(sql, FLORIDA_E164, [NOW - timedelta(days=40), NOW - timedelta(days=30)])
     assert jobs.prune_tick(app)["contact_numbers"] == 1
     assert [row["phone_e164"] for row in sql("SELECT phone_e164 FROM dialerapi_contact_numbers")] == [FLORIDA_E164]
+
+
+def test_a_predictive_claim_passes_over_a_capped_number_too(new_lead, floor_agent, run, sql):
+    """Item 2: predictive claims pass a lead at its cap over, as progressive ones do."""
+    floor_agent()
+    enable(sql)
+    add_contact_attempts(sql, FLORIDA_E164, [NOW - timedelta(hours=3), NOW - timedelta(hours=2),
+                                             NOW - timedelta(hours=1)])
+    new_lead("FL-0", phone_number=FLORIDA)
+    new_lead("NY-0", phone_number=NEW_YORK)
+    assert run(claims.claim_predictive, NOW, tz=TZ)["oli_id"] == "NY-0"
+    assert run(claims.claim_predictive, NOW, tz=TZ) is None
+    assert sql.one("SELECT next_retry_at, contact_cap FROM sales_master WHERE oli_id = 'FL-0'") == {
+        "next_retry_at": NOW + timedelta(hours=21), "contact_cap": PRESET}
