@@ -247,6 +247,11 @@ def test_sixteen_claimers_at_once_on_a_number_at_its_cap_minus_one_serve_exactly
     assert [row["oli_id"] for row in sql("SELECT oli_id FROM sales_master WHERE isReserved = 1")] == served
     held = sql("SELECT contact_cap, next_retry_at FROM sales_master WHERE oli_id LIKE 'FL-%%' AND isReserved = 0")
     assert len(held) == 15 and all(row["contact_cap"] == PRESET for row in held)
+    # And the call records: the served call ends; the number has 3 calls, every one in the window.
+    settle(run, served[0])
+    calls = sql("SELECT a.ended_at FROM sales_call_attempts AS a JOIN sales_master AS m ON m.id = a.lead_id"
+                " WHERE m.phone_e164 = %s", FLORIDA_E164)
+    assert len(calls) == 3
 
 
 def test_numbers_with_no_attempt_in_31_days_are_pruned(app, sql):
