@@ -309,6 +309,17 @@ def cli(database_url, *args, now=DEFAULT_NOW, stdin=None, **env):
                           input=stdin, capture_output=True, text=True, timeout=300)
 
 
+@pytest.fixture
+def command(app):
+    """Run a `dialerapi` command in-process on the test app: `command("caps", "list")` returns click's
+    Result (exit_code, output with stdout and stderr). For commands that read no clock of their own
+    and need no process of their own; `cli` runs the installed program."""
+    from dialerapi.cli import main
+
+    runner = app.test_cli_runner()
+    return lambda *args: runner.invoke(main, list(args))
+
+
 def shell_env(live_server, at=DEFAULT_NOW, **extra):
     """The environment of a shell example run against `live_server` (examples/engine-call.sh, the
     README's tour): DIALER, the keys, curl and jq installed and curl on PATH, the clock at `at`

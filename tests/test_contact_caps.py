@@ -52,21 +52,21 @@ def test_regions_come_from_phonenumbers_area_codes():
     assert contact_caps.regions_of(14162021234) == {"CA"}
 
 
-def test_presets_are_shipped_off_and_the_commands_list_enable_and_disable_them(database_url, sql):
-    """Item 1: `dialerapi caps list|enable|disable`, presets off by default."""
+def test_presets_are_shipped_off_and_the_commands_list_enable_and_disable_them(database_url, command, sql):
+    """Item 1: `dialerapi caps list|enable|disable`, presets off by default (the installed program once)."""
     listed = cli(database_url, "caps", "list")
     assert listed.returncode == 0, listed.stderr
     assert PRESET in listed.stdout and "reg-f-7-in-7" in listed.stdout
     assert {row["name"]: row["enabled"] for row in sql("SELECT name, enabled FROM dialerapi_contact_caps")} == {
         PRESET: 0, "reg-f-7-in-7": 0}
-    assert cli(database_url, "caps", "enable", PRESET).returncode == 0
+    assert command("caps", "enable", PRESET).exit_code == 0
     assert sql.one("SELECT enabled FROM dialerapi_contact_caps WHERE name = %s", PRESET)["enabled"] == 1
-    assert cli(database_url, "caps", "disable", PRESET).returncode == 0
+    assert command("caps", "disable", PRESET).exit_code == 0
     assert sql.one("SELECT enabled FROM dialerapi_contact_caps WHERE name = %s", PRESET)["enabled"] == 0
-    unknown = cli(database_url, "caps", "enable", "no-such-cap")
-    assert unknown.returncode == 1 and "no cap is named 'no-such-cap'" in unknown.stderr
-    removed = cli(database_url, "caps", "remove", PRESET)
-    assert removed.returncode == 1 and "preset" in removed.stderr
+    unknown = command("caps", "enable", "no-such-cap")
+    assert unknown.exit_code == 1 and "no cap is named 'no-such-cap'" in unknown.output
+    removed = command("caps", "remove", PRESET)
+    assert removed.exit_code == 1 and "preset" in removed.output
 
 
 @pytest.mark.parametrize("args, message", [
@@ -77,22 +77,22 @@ def test_presets_are_shipped_off_and_the_commands_list_enable_and_disable_them(d
     (["--max", "3", "--per", "24h", "--region", "XX"], "--region XX"),
     (["--max", "3", "--per", "24h", "--form-type", "x" * 65], "--form-type"),
 ])
-def test_a_cap_that_cannot_hold_is_refused_naming_what_is_wrong(database_url, sql, args, message):
+def test_a_cap_that_cannot_hold_is_refused_naming_what_is_wrong(command, sql, args, message):
     """Item 1: `dialerapi caps add` validated with a clear error; nothing is stored."""
-    result = cli(database_url, "caps", "add", "my-cap", *args)
-    assert result.returncode == 1 and message in result.stderr, result.stderr
+    result = command("caps", "add", "my-cap", *args)
+    assert result.exit_code == 1 and message in result.output, result.output
     assert not sql("SELECT name FROM dialerapi_contact_caps WHERE name = 'my-cap'")
 
 
-def test_an_added_cap_is_stored_off_and_a_taken_name_is_refused(database_url, sql):
-    result = cli(database_url, "caps", "add", "texas-debt", "--max", "2", "--per", "7d", "--region", "us-tx",
-                 "--form-type", "debt")
-    assert result.returncode == 0, result.stderr
+def test_an_added_cap_is_stored_off_and_a_taken_name_is_refused(command, sql):
+    result = command("caps", "add", "texas-debt", "--max", "2", "--per", "7d", "--region", "us-tx",
+                     "--form-type", "debt")
+    assert result.exit_code == 0, result.output
     assert sql.one("SELECT max_attempts, window_seconds, region, form_type, enabled FROM dialerapi_contact_caps "
                    "WHERE name = 'texas-debt'") == {"max_attempts": 2, "window_seconds": 7 * 86400, "region": "US-TX",
                                                     "form_type": "debt", "enabled": 0}
-    again = cli(database_url, "caps", "add", "texas-debt", "--max", "2", "--per", "7d")
-    assert again.returncode == 1 and "a cap has it already" in again.stderr
+    again = command("caps", "add", "texas-debt", "--max", "2", "--per", "7d")
+    assert again.exit_code == 1 and "a cap has it already" in again.output
 
 
 def test_the_fourth_lead_of_a_florida_number_waits_for_the_window(new_lead, floor_agent, run, sql):
@@ -129,11 +129,11 @@ def test_a_number_no_cap_applies_to_is_not_counted(new_lead, floor_agent, run, s
     assert sql("SELECT * FROM dialerapi_contact_numbers") == []
 
 
-def test_a_cap_of_one_form_type_counts_only_its_own_attempts(database_url, new_lead, floor_agent, run, sql):
+def test_a_cap_of_one_form_type_counts_only_its_own_attempts(command, new_lead, floor_agent, run, sql):
     """Item 1: per form_type (Regulation F counts per debt)."""
     floor_agent(skills=("home_loan", "debt"))
-    assert cli(database_url, "caps", "add", "debt-1-per-day", "--max", "1", "--per", "24h", "--form-type", "debt",
-               "--enable").returncode == 0
+    assert command("caps", "add", "debt-1-per-day", "--max", "1", "--per", "24h", "--form-type", "debt",
+                   "--enable").exit_code == 0
     new_lead("HL-0", phone_number=FLORIDA)
     new_lead("HL-1", phone_number=FLORIDA)
     new_lead("DEBT-0", phone_number=FLORIDA, form_type="debt")
@@ -192,7 +192,7 @@ def test_an_originate_failure_takes_its_attempt_back(new_lead, floor_agent, run,
 
 
 def test_the_floor_counts_leads_waiting_on_a_cap_and_the_report_lists_the_numbers(
-        database_url, new_lead, floor_agent, run, sql):
+        command, new_lead, floor_agent, run, sql):
     """Items 3 and 4: /engine/floor's leads_waiting_on_caps per form_type; `dialerapi report caps`."""
     floor_agent()
     enable(sql)
@@ -204,9 +204,9 @@ def test_the_floor_counts_leads_waiting_on_a_cap_and_the_report_lists_the_number
     assert claim(run) is None
     state = run(floor.floor_state, NOW, None, TZ)
     assert [(row["form_type"], row["leads_waiting_on_caps"]) for row in state["form_types"]] == [("home_loan", 2)]
-    report = cli(database_url, "report", "caps", "--from", "2026-11-21", "--to", "2026-11-21", "--json")
-    assert report.returncode == 0, report.stderr
-    assert json.loads(report.stdout) == [{"day": "2026-11-21", "cap": PRESET, "form_type": "home_loan",
+    report = command("report", "caps", "--from", "2026-11-21", "--to", "2026-11-21", "--json")
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.output) == [{"day": "2026-11-21", "cap": PRESET, "form_type": "home_loan",
                                           "numbers": 1, "leads_held": 2}]
     # A push moves a held lead on: it is due again and no longer counted as waiting.
     new_lead("FL-3", phone_number=FLORIDA)

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import TZ, cli, sixteen_at_once
+from conftest import TZ, sixteen_at_once
 from dialerapi.rules import abandons, claims, dialstate, floor, states
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
@@ -124,14 +124,14 @@ def test_a_machine_is_neither_answered_nor_abandoned_in_the_abandon_rate(settle,
         {"grain": grain, "calls": 1, "answered": 0, "abandoned": 0, "machines": 1} for grain in ("d", "h", "m")]
 
 
-def test_the_retries_commands_set_list_and_reset(database_url, sql):
-    assert cli(database_url, "retries", "set", "machine", "--delay", "4h", "--max", "3").returncode == 0
-    assert cli(database_url, "retries", "set", "machine", "--max", "2").returncode == 0
+def test_the_retries_commands_set_list_and_reset(command, sql):
+    assert command("retries", "set", "machine", "--delay", "4h", "--max", "3").exit_code == 0
+    assert command("retries", "set", "machine", "--max", "2").exit_code == 0
     assert sql("SELECT * FROM dialerapi_outcome_retries") == [
         {"outcome": "machine", "delay_seconds": 4 * 3600, "max_attempts": 2}]
-    listed = cli(database_url, "retries", "list")
-    assert "machine     delay 4h     max 2" in listed.stdout and "busy        delay spec" in listed.stdout
-    assert cli(database_url, "retries", "reset", "machine").returncode == 0
+    listed = command("retries", "list").output
+    assert "machine     delay 4h     max 2" in listed and "busy        delay spec" in listed
+    assert command("retries", "reset", "machine").exit_code == 0
     assert sql("SELECT * FROM dialerapi_outcome_retries") == []
 
 
@@ -139,9 +139,9 @@ def test_the_retries_commands_set_list_and_reset(database_url, sql):
     (["busy", "--delay", "10"], "--delay '10'"), (["busy", "--max", "0"], "--max 0"), (["busy"], "give --delay"),
     (["answered", "--max", "2"], "Invalid value for '{busy|no_answer|congestion|machine|abandoned}'"),
 ])
-def test_a_bad_retry_rule_is_refused_naming_what_is_wrong(database_url, sql, args, message):
-    result = cli(database_url, "retries", "set", *args)
-    assert result.returncode != 0 and message in result.stderr, result.stderr
+def test_a_bad_retry_rule_is_refused_naming_what_is_wrong(command, sql, args, message):
+    result = command("retries", "set", *args)
+    assert result.exit_code != 0 and message in result.output, result.output
     assert sql("SELECT * FROM dialerapi_outcome_retries") == []
 
 

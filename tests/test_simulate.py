@@ -74,7 +74,8 @@ def test_a_campaign_with_contact_caps_never_dials_a_number_past_its_cap_and_says
     """Issue #50 item 4: Florida numbers shared by several leads, the 3-in-24-hours preset on: no
     number is dialed more than 3 times, and the report plays the same seed without the caps and
     retries per outcome and gives the calls they prevented and the contact rate each way."""
-    scenario = sim.load_scenario(None, **SMALL, seed=7, phone_zones={"US-Florida": 1}, shared_phone_share=0.6,
+    scenario = sim.load_scenario(None, **{**SMALL, "leads": 80, "hours": 1.0}, seed=7, phone_zones={"US-Florida": 1},
+                                 shared_phone_share=0.6,
                                  contact_caps=["florida-oklahoma-3-per-24h"], retries={"busy": {"delay": "5m"}},
                                  retry_seconds=300)
     report = sim.replicate(database_url, scenario, keep=True)
