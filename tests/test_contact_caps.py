@@ -5,14 +5,16 @@ shown"); decisions.md D3 (the 409 body), D2 (the service's clock; attempts in UT
 dial attempts to one phone number (E.164) across every lead with it.
 """
 
+import importlib.util
 import json
 import threading
 from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import ENGINE_SECRET, TZ, add_contact_attempts, cli, contact_attempts, sixteen_at_once, utc_naive
+from conftest import ENGINE_SECRET, ROOT, TZ, add_contact_attempts, cli, contact_attempts, sixteen_at_once, utc_naive
 from dialerapi.rules import claims, contact_caps, dialstate, floor
+from dialerapi.rules.us_area_codes import AREA_CODES
 from dialerapi.upkeep import jobs
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
@@ -50,6 +52,16 @@ def test_regions_come_from_phonenumbers_area_codes():
     assert contact_caps.regions_of(12122021234) == {"US", "US-NY"}
     assert contact_caps.regions_of(442079460958) == {"GB"}
     assert contact_caps.regions_of(14162021234) == {"CA"}
+
+
+def test_the_area_code_table_is_phonenumbers_own_data():
+    """The service's table of US area codes (generated: phonenumbers' geocoding data takes about
+    96 MB once imported, too much for every worker) is exactly what the installed phonenumbers says."""
+    spec = importlib.util.spec_from_file_location("us_area_codes", ROOT / "scripts" / "us_area_codes.py")
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    assert AREA_CODES == generator.area_codes()
+    assert (AREA_CODES[305], AREA_CODES[813], AREA_CODES[405], AREA_CODES[212]) == ("FL", "FL", "OK", "NY")
 
 
 def test_presets_are_shipped_off_and_the_commands_list_enable_and_disable_them(database_url, command, sql):

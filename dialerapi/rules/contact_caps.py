@@ -3,7 +3,8 @@
 A cap is at most `max_attempts` dial attempts to one phone number in a rolling window of
 `window_seconds`, counted across every lead with that number (its E.164 digits, sales_master.
 phone_e164, rules.phones), for every number or only those of its regions (ISO 3166 countries,
-`GB`, or US states by their area codes, `US-FL`, from phonenumbers' geocoding data), and of one
+`GB`, or US states by their area codes, `US-FL`, from phonenumbers' geocoding data through the
+generated table us_area_codes.py), and of one
 form_type only when it names one (Regulation F counts per debt). Caps are rows of
 dialerapi_contact_caps, off until enabled; the shipped presets (PRESETS) are rows too.
 
@@ -26,18 +27,17 @@ cap applies and one write when one does. Moments are naive UTC (decisions.md D2)
 and wall-clock DB_TIMEZONE on the lead, as next_retry_at always is.
 """
 
-import functools
 import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import phonenumbers
-from phonenumbers.geodata import GEOCODE_DATA
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
 from dialerapi.rules import phones
+from dialerapi.rules.us_area_codes import AREA_CODES
 
 CONTACT_CAP = "contact_cap"
 INBOUND = "inbound"
@@ -49,22 +49,6 @@ MAX_WINDOW_SECONDS = 31 * 86400
 MAX_ATTEMPTS = 1000
 PRUNE_ROWS = 5000
 EPOCH = datetime(1970, 1, 1)
-
-# The 4-digit "1NPA" entries of phonenumbers' geocoding data name a US area code's state, in full
-# ("Florida") or after a city ("Palm Beach, FL").
-US_STATES = {
-    "Alabama": "AL", "Alaska": "AK", "Arizona": "AZ", "Arkansas": "AR", "California": "CA", "Colorado": "CO",
-    "Connecticut": "CT", "Delaware": "DE", "Florida": "FL", "Georgia": "GA", "Hawaii": "HI", "Idaho": "ID",
-    "Illinois": "IL", "Indiana": "IN", "Iowa": "IA", "Kansas": "KS", "Kentucky": "KY", "Louisiana": "LA",
-    "Maine": "ME", "Maryland": "MD", "Massachusetts": "MA", "Michigan": "MI", "Minnesota": "MN",
-    "Mississippi": "MS", "Missouri": "MO", "Montana": "MT", "Nebraska": "NE", "Nevada": "NV",
-    "New Hampshire": "NH", "New Jersey": "NJ", "New Mexico": "NM", "New York": "NY", "North Carolina": "NC",
-    "North Dakota": "ND", "Ohio": "OH", "Oklahoma": "OK", "Oregon": "OR", "Pennsylvania": "PA",
-    "Rhode Island": "RI", "South Carolina": "SC", "South Dakota": "SD", "Tennessee": "TN", "Texas": "TX",
-    "Utah": "UT", "Vermont": "VT", "Virginia": "VA", "Washington D.C.": "DC", "Washington State": "WA",
-    "West Virginia": "WV", "Wisconsin": "WI", "Wyoming": "WY",
-}
-
 
 class InvalidCap(ValueError):
     """A cap that cannot be stored; the message names what is wrong."""
@@ -143,24 +127,10 @@ def window_seconds(text):
     return seconds
 
 
-@functools.cache
-def _area_codes():
-    """{US area code (int): state code}, from phonenumbers' geocoding data."""
-    codes = {}
-    for prefix, names in GEOCODE_DATA.items():
-        if len(prefix) != 4 or not prefix.startswith("1"):
-            continue
-        name = names.get("en", "")
-        state = US_STATES.get(name) or (name[-2:] if re.search(r", [A-Z]{2}$", name) else None)
-        if state:
-            codes[int(prefix[1:])] = state
-    return codes
-
-
 def check_regions(text):
     """The regions of `--region` ('US-FL,US-OK', 'GB') as a tuple. Raises InvalidCap naming the one not known."""
     regions = tuple(part.strip().upper() for part in str(text).split(",") if part.strip())
-    states = set(_area_codes().values())
+    states = set(AREA_CODES.values())
     for region in regions:
         country, _, state = region.partition("-")
         if country not in phonenumbers.SUPPORTED_REGIONS:
@@ -181,7 +151,7 @@ def regions_of(number):
     country = phonenumbers.region_code_for_number(parsed)
     found = {country} if country else set()
     if country == "US":
-        state = _area_codes().get(int(str(parsed.national_number)[:3]))
+        state = AREA_CODES.get(int(str(parsed.national_number)[:3]))
         if state:
             found.add(f"US-{state}")
     return frozenset(found)
