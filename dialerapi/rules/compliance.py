@@ -145,12 +145,41 @@ def work_out_leads(conn, config, max_rows=2000):
     return len(leads)
 
 
-def lead_facts(conn, leads, config):
-    """For a push: per lead (dicts with phone_number) the tuple (phone_e164, do_not_call, call_zone_id),
-    in order. Two statements per batch: the list, the zone ids."""
-    numbers = [number_of(lead["phone_number"], config) for lead in leads]
+def lead_facts(conn, leads, config, stored=None):
+    """For a push: per lead (dicts with oli_id and phone_number) the tuple (phone_e164,
+    do_not_call, call_zone_id), in order. Two statements per batch: the list, the zone ids (none
+    when every zone is known).
+
+    `stored` ({oli_id: its sales_master row, with phone_number, phone_e164 and call_zone_id}, as
+    the push locked them): a lead whose phone_number is the stored one keeps its stored E.164 form
+    and call zone, worked out when the number was first pushed; a new or changed number is read
+    once for both (phones.facts, issue #51). Whether a number is listed is read from the list
+    every time: it changes without the lead.
+    """
+    stored = stored or {}
+    numbers, zone_sets, known = [], [], {}
+    for lead in leads:
+        row = stored.get(lead["oli_id"]) if stored else None
+        if row is not None and row["phone_number"] == lead["phone_number"] and row["phone_e164"] is not None \
+                and row["call_zone_id"] is not None:
+            numbers.append(row["phone_e164"])
+            zone_sets.append(None)
+            known[len(numbers) - 1] = row["call_zone_id"]
+            continue
+        number, names = _facts(lead["phone_number"], config)
+        numbers.append(number)
+        zone_sets.append(names)
     present = sorted({number for number in numbers if number is not None})
     listed = {row["phone"] for row in queries.listed_numbers(conn, phones=present)} if present else set()
-    zone_sets = [phones.zones(number) if number is not None else () for number in numbers]
-    ids = zone_ids(conn, zone_sets)
-    return [(number, number in listed, ids[names]) for number, names in zip(numbers, zone_sets)]
+    new_sets = [names for names in zone_sets if names is not None]
+    ids = zone_ids(conn, new_sets) if new_sets else {}
+    return [(number, number in listed, known[index] if names is None else ids[names])
+            for index, (number, names) in enumerate(zip(numbers, zone_sets))]
+
+
+def _facts(phone_number, config):
+    """(E.164 digits or None, zone names) of a stored phone_number, from one reading of it."""
+    try:
+        return phones.facts(phone_number, config.phone_default_region)
+    except phones.InvalidNumber:
+        return None, ()

@@ -70,7 +70,7 @@ def push_leads(conn, leads, now, tz, config):
     pending_reset = dialstate.push_reset(data_id=None, callback_scheduled_at=None,
                                          next_retry_at=dialstate.push_next_retry_at(now, config, tz))
     pending_tail = tuple(Literal(pending_reset[column]) for column in RESET_COLUMNS) + stamps
-    facts = compliance.lead_facts(conn, leads, config)
+    facts = compliance.lead_facts(conn, leads, config, existing)
     rows = {}
     results = []
     for lead, lead_facts in zip(leads, facts):

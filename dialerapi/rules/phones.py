@@ -36,13 +36,8 @@ def _parse(text, region):
         return None
 
 
-def e164(text, region):
-    """The E.164 digits of `text` as an int, read with default region `region`.
-
-    A valid number of `region` (or with its own country code) wins; digits-only text that is not
-    valid is read again with a leading `+`; failing both, the number as first read (a possible but
-    unassigned number still compares equal to itself). Raises InvalidNumber when nothing parses.
-    """
+def _read(text, region):
+    """phonenumbers' reading of `text` as `e164` describes it. Raises InvalidNumber."""
     text = str(text).strip()
     number = _parse(text, region)
     if number is None or not phonenumbers.is_valid_number(number):
@@ -52,7 +47,28 @@ def e164(text, region):
                 number = international
     if number is None or not number.national_number:
         raise InvalidNumber(text)
+    return number
+
+
+def _digits(number):
     return int(f"{number.country_code}{number.national_number}")
+
+
+def e164(text, region):
+    """The E.164 digits of `text` as an int, read with default region `region`.
+
+    A valid number of `region` (or with its own country code) wins; digits-only text that is not
+    valid is read again with a leading `+`; failing both, the number as first read (a possible but
+    unassigned number still compares equal to itself). Raises InvalidNumber when nothing parses.
+    """
+    return _digits(_read(text, region))
+
+
+def facts(text, region):
+    """(e164(text, region), zones of that number) from one reading of `text` (issue #51: a push
+    parses a new or changed number once). Raises InvalidNumber."""
+    number = _read(text, region)
+    return _digits(number), _zones_of(number)
 
 
 def format_e164(digits):
@@ -69,8 +85,10 @@ def parse_e164(number):
 def zones(number):
     """The IANA zone names number `number` (E.164 digits, an int) may ring in, sorted; () for none."""
     parsed = parse_e164(number)
-    if parsed is None:
-        return ()
+    return () if parsed is None else _zones_of(parsed)
+
+
+def _zones_of(parsed):
     names = [name for name in phone_zones.time_zones_for_number(parsed) if name != UNKNOWN_ZONE]
     return tuple(sorted(set(names)))
 

@@ -5,8 +5,10 @@
 -- Lock the rows of these oli_ids in oli_id order, so that overlapping batches lock in one order.
 -- The index is forced: on a small table the optimiser prefers a full scan, which locks rows in
 -- primary-key order and waits on every row other transactions hold. callback_agent_id: the owner
--- whose personal callback a push ends (issue #40); do_not_call: whether a listed number is news (issue #48).
-SELECT id, oli_id, data_id, dial_status, isReserved, callback_agent_id, do_not_call
+-- whose personal callback a push ends (issue #40); do_not_call: whether a listed number is news (issue #48);
+-- phone_number, phone_e164 and call_zone_id: the phone facts a push keeps when the number is the same (issue #51).
+SELECT id, oli_id, data_id, dial_status, isReserved, callback_agent_id, do_not_call, phone_number, phone_e164,
+       call_zone_id
 FROM sales_master FORCE INDEX (uq_sales_master_oli_id)
 WHERE oli_id IN :oli_ids
 ORDER BY oli_id
