@@ -45,9 +45,9 @@ from zoneinfo import ZoneInfo
 
 import requests
 
-from common import ROOT, bench_database, gunicorn, wait_until_idle, wrk
+from common import ROOT, bench_database, gunicorn, wait_for_purge, wait_until_idle, wrk
 from floor_bench import SECRET, Floor
-from results_bench import previous_release, sql, wait_for_purge
+from results_bench import previous_release, sql
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import connect
 from dialerapi.rules import agent_states

@@ -128,6 +128,24 @@ def wait_until_idle(url, quiet_checks=3, interval=0.1, limit=60):
     conn.close()
 
 
+def wait_for_purge(url, limit=120, dirty_pages=1000):
+    """Wait (at most `limit` seconds) until InnoDB has purged what was deleted and has fewer than
+    `dirty_pages` written pages left to flush: its background threads would otherwise share the 2
+    cores with the run measured next."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        conn = connect(url)
+        with conn.cursor() as cur:
+            cur.execute("SELECT (SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len')"
+                        " AS history, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+                        " WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY') AS dirty")
+            row = cur.fetchone()
+        conn.close()
+        if int(row["history"]) < 100 and int(row["dirty"]) < dirty_pages:
+            return
+        time.sleep(1)
+
+
 def worker_rss_mb(master_pid):
     """Resident memory of each gunicorn worker of `master_pid`, in MB."""
     children = open(f"/proc/{master_pid}/task/{master_pid}/children").read().split()

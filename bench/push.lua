@@ -1,6 +1,8 @@
 -- wrk: lead push, one 500-lead batch per request, to BENCH_PATH (the service's /api/leads or the
 -- reference's /push). BENCH_KIND=new: every oli_id never seen before; BENCH_KIND=update: batches of
--- the BENCH_POOL existing oli_ids U-000000.. in turn, so each batch updates 500 rows. Names carry
+-- the BENCH_POOL existing oli_ids U-000000.. in turn, so each batch updates 500 rows, each with a new
+-- number; BENCH_KIND=same: those batches with the number each lead already has (bench/common.py
+-- FILL: 9198 and the lead's index in 8 digits), as a CRM re-pushing its day sends them. Names carry
 -- Devanagari as CRM batches do; phones are punctuated as CRMs send them.
 dofile("bench/wrk_common.lua")
 
@@ -27,7 +29,12 @@ function next_request(n)
     else
       oli_id = string.format("U-%06d", (batch % batches) * 500 + i - 1)
     end
-    leads[i] = string.format(LEAD, oli_id, i, n % 100000, i)
+    if kind == "same" then
+      local k = (batch % batches) * 500 + i - 1
+      leads[i] = string.format(LEAD, oli_id, math.floor(k / 100000), k % 100000, i)
+    else
+      leads[i] = string.format(LEAD, oli_id, i, n % 100000, i)
+    end
   end
   return wrk.format(nil, path, nil, '{"leads": [' .. table.concat(leads, ", ") .. ']}')
 end

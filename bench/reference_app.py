@@ -15,6 +15,11 @@ No validation, authentication, priority catalog, live-lead check, request log or
 "Now" is UTC wall-clock time, as the service's with DB_TIMEZONE=UTC (the benchmark's setting; the
 reference knows no other zone). Plain PyMySQL, one connection per thread.
 
+POST /raw (issue #51) is the database's own speed: the same rows written with one plain multi-row
+INSERT ... ON DUPLICATE KEY UPDATE through PyMySQL and nothing else: no config read, no lock, no
+phone parsing and no list or zone lookups (phone_e164 is the digits as a number, do_not_call 0,
+call_zone_id 0, the column's default, next_retry_at NULL), in a transaction of its own.
+
     gunicorn -c deploy/gunicorn.conf.py bench.reference_app:app
 """
 
@@ -147,6 +152,27 @@ def push():
                     lead["priority_id"], number, number in listed, ids[keys[oli_id][0]], "Pending", None, None, None,
                     None, None, None, retry_at, None, 0, 0, now, now)
             cur.executemany(UPSERT, [rows[oli_id] for oli_id in sorted(rows)])
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return {"ok": True}, 201
+
+
+@app.post("/raw")
+def raw():
+    leads = json.loads(request.get_data())["leads"]
+    now = utcnow().replace(tzinfo=None, microsecond=0)
+    rows = []
+    for lead in leads:
+        digits = "".join(c for c in str(lead["phone_number"]) if c.isdigit())
+        rows.append((lead["oli_id"], str(uuid.uuid4()), digits, lead["client_name"], lead["form_type"],
+                     lead["priority_id"], int(digits), 0, 0, "Pending", None, None, None, None, None, None, None,
+                     None, 0, 0, now, now))
+    conn = connection()
+    try:
+        with conn.cursor() as cur:
+            cur.executemany(UPSERT, sorted(rows))
         conn.commit()
     except BaseException:
         conn.rollback()

@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from claim_bench import UTC, percentile, prepare
-from common import FILL, ROOT, bench_database, empty_table, gunicorn, wait_until_idle, wrk
+from common import FILL, ROOT, bench_database, empty_table, gunicorn, wait_for_purge, wait_until_idle, wrk
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import connect
 from dialerapi.rules import webhooks
@@ -116,20 +116,6 @@ def seed_reads(url, now):
 def unseed_reads(url):
     sql(url, "DELETE a FROM sales_call_attempts AS a JOIN sales_master AS m ON m.id = a.lead_id"
              " WHERE m.oli_id LIKE 'RESULTS-%'", "DELETE FROM sales_master WHERE oli_id LIKE 'RESULTS-%'")
-
-
-def wait_for_purge(url, limit=120, dirty_pages=1000):
-    """Wait (at most `limit` seconds) until InnoDB has purged what was deleted and has fewer than
-    `dirty_pages` written pages left to flush: its background threads would otherwise share the 2
-    cores with the run measured next."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        row = sql(url, "SELECT (SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len')"
-                       " AS history, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-                       " WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY') AS dirty")[0]
-        if int(row["history"]) < 100 and int(row["dirty"]) < dirty_pages:
-            return
-        time.sleep(1)
 
 
 def reads(now):

@@ -31,7 +31,7 @@ import platform
 import statistics
 from datetime import datetime, timedelta, timezone
 
-from common import FILL, bench_database, empty_table, gunicorn, wait_until_idle, worker_rss_mb, wrk
+from common import FILL, bench_database, empty_table, gunicorn, wait_for_purge, wait_until_idle, worker_rss_mb, wrk
 from dialerapi.plumbing.db import connect
 from floor_bench import Floor
 
@@ -115,6 +115,7 @@ def summary(runs):
 def crm_latency(url, service):
     wait_until_idle(url)
     fresh_table(url)
+    wait_for_purge(url, limit=60)
     latency = {}
     for endpoint in ("send-callback-request", "pending-callbacks", "missed-activities"):
         report = wrk("crm_latency.lua", service, LATENCY_SECONDS, connections=4, threads=4, BENCH_RATE=50,

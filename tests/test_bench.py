@@ -85,3 +85,22 @@ def test_the_comparison_fails_when_the_reference_writes_otherwise(database_url, 
     monkeypatch.setattr(reference.module, "next_retry_at", lambda now, start, end: None)
     assert reference.post("/push", json=batch("new")).status_code == 201
     assert rows(sql) != by_service
+
+
+def test_the_raw_reference_writes_the_same_rows_but_their_phone_facts(database_url, auth, reference, sql,
+                                                                      frozen_clock):
+    """POST /raw (issue #51), the database's own speed that a new-lead push is held to: inside the
+    work window it writes the rows the service writes, every column but the phone facts it does not
+    work out (phone_e164 the digits, do_not_call 0, call_zone_id 0)."""
+    frozen_clock(datetime(2026, 11, 21, 10, 0), ZoneInfo("UTC"))
+    assert make_app(database_url, DB_TIMEZONE="UTC").test_client().post(
+        "/api/leads", json=batch("new"), headers=auth).status_code == 201
+    by_service = rows(sql)
+    sql("DELETE FROM sales_master")
+    assert reference.post("/raw", json=batch("new")).status_code == 201
+    facts = ("phone_e164", "do_not_call", "call_zone_id")
+    raw = rows(sql)
+    assert [{k: v for k, v in row.items() if k not in facts} for row in raw] == \
+        [{k: v for k, v in row.items() if k not in facts} for row in by_service]
+    assert [(row["phone_e164"], row["do_not_call"], row["call_zone_id"]) for row in raw] == \
+        [(int(row["phone_number"]), 0, 0) for row in by_service]

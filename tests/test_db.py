@@ -227,7 +227,23 @@ def test_a_literal_is_escaped_once_and_written_into_every_row_as_it_is(db, sql):
     assert db_module.Literal("Pending").sql == "'Pending'"
 
 
+def test_joined_literals_fill_several_columns_through_one_placeholder(db, sql):
+    """db.Literal.joined (issue #51): a push's 13 reset values and stamps are one placeholder of its
+    statement; each row gets them exactly as the values bound one by one would."""
+    moment = datetime(2026, 11, 21, 10, 0, 5)
+    tail = db_module.Literal.joined(("Agent", None, moment))
+    assert tail.sql == "'Agent',NULL,'2026-11-21 10:00:05'"
+    with db.transaction() as conn:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO sales_agents (id, extension, name, pause_code, wrapup_until)"
+                            " VALUES (%s, %s, %s)", [(id_, f"4{id_}", tail) for id_ in (703, 704)])
+    assert sql("SELECT id, name, pause_code, wrapup_until FROM sales_agents ORDER BY id") == [
+        {"id": id_, "name": "Agent", "pause_code": None, "wrapup_until": moment} for id_ in (703, 704)]
+
+
 @pytest.mark.parametrize("value", ["O'Brien", "back\\slash", b"bytes", ["a"]])
 def test_a_literal_refuses_what_the_session_might_escape_otherwise(value):
     with pytest.raises(TypeError):
         db_module.Literal(value)
+    with pytest.raises(TypeError):
+        db_module.Literal.joined(("Pending", value))

@@ -95,6 +95,26 @@ def test_agents_by_state_calls_and_due_leads_per_form_type(live_server, client, 
     assert {**answers(example("floor-answer"))[0], "at": state["at"]} == state
 
 
+def test_many_agents_of_one_state_are_each_counted(live_server, sql):
+    """The floor reads agents grouped by skill and availability (issue #51): every agent of a group
+    still counts, each wrap-up that ended counts as free however its time differs, and each running
+    one as wrap-up. Agents 600-623: home_loan all, credit_card the even ones."""
+    states = (["free"] * 12) + (["wrap_up"] * 5) + (["paused"] * 4) + (["on_call"] * 3)
+    for n, state in enumerate(states):
+        agent_id = 600 + n
+        wrapup = {"free": f"2026-11-21 09:{n:02d}:00", "wrap_up": f"2026-11-21 10:{n:02d}:00"}.get(state)
+        sql("INSERT INTO sales_agents (id, extension, name, panel_active, pause_code, ami_idle, wrapup_until)"
+            " VALUES (%s, %s, 'Agent', 1, %s, %s, %s)", agent_id, str(4000 + agent_id),
+            ("BREAK", "LUNCH")[n % 2] if state == "paused" else None, 0 if state == "on_call" else 1, wrapup)
+        for skill in ("home_loan", "credit_card") if agent_id % 2 == 0 else ("home_loan",):
+            sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", agent_id, skill)
+    groups = by_form_type(floor_state(live_server))
+    none = dict.fromkeys(("free", "on_call", "wrap_up", "paused", "outbound_blocked", "panel_inactive"), 0)
+    assert groups["home_loan"]["agents"] == {**none, "free": 12, "wrap_up": 5, "paused": 4, "on_call": 3}
+    assert groups["credit_card"]["agents"] == {
+        **none, **{state: sum(1 for n, s in enumerate(states) if s == state and n % 2 == 0) for state in set(states)}}
+
+
 def test_one_form_type_by_name_even_one_nobody_has(live_server, client, floor, sql):
     push(client, [lead("GL-1", "gold_loan")])
     assert [g["form_type"] for g in floor_state(live_server, form_type="home_loan")["form_types"]] == ["home_loan"]

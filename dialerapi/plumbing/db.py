@@ -150,9 +150,13 @@ def connect_ready(nodes, causal_reads=True, **params):
 
 
 class Literal:
-    """A value escaped once, then written into any number of rows of a statement as it is: a 500-lead
-    push escapes its `now` and its reset values once, not 500 times (issue #33). Connections made by
-    connect_ready take it (they register `_literal_sql`).
+    """Values escaped once, then written into any number of rows of a statement as they are: a
+    500-lead push escapes its `now` and its reset values once, not 500 times (issue #33). Connections
+    made by connect_ready take it (they register `_literal_sql`).
+
+    `Literal(value)` stands for one value; `Literal.joined(values)` for several placeholders' worth
+    in a row, comma-separated, so that the statement has one `%s` for all of them (issue #51: PyMySQL
+    escapes each placeholder of each row through three calls, a third of a push's time in Python).
 
     Only values whose SQL text does not depend on the connection: None, numbers, datetimes and
     plain words (a status such as `Pending`); anything else raises TypeError, since how a quote or
@@ -162,10 +166,20 @@ class Literal:
     __slots__ = ("sql",)
 
     def __init__(self, value):
-        plain_word = isinstance(value, str) and value.isalnum()
-        if not (value is None or plain_word or isinstance(value, (int, float, datetime))):
-            raise TypeError(f"db.Literal takes None, numbers, datetimes and plain words, not {value!r}")
-        self.sql = escape_item(value, "utf8mb4")
+        self.sql = _escape_plain(value)
+
+    @classmethod
+    def joined(cls, values):
+        literal = cls.__new__(cls)
+        literal.sql = ",".join(map(_escape_plain, values))
+        return literal
+
+
+def _escape_plain(value):
+    plain_word = isinstance(value, str) and value.isalnum()
+    if not (value is None or plain_word or isinstance(value, (int, float, datetime))):
+        raise TypeError(f"db.Literal takes None, numbers, datetimes and plain words, not {value!r}")
+    return escape_item(value, "utf8mb4")
 
 
 def _literal_sql(value, mapping=None):

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.clock import format_wall_clock
-from dialerapi.plumbing.db import queries
+from dialerapi.plumbing.db import inserted_id, queries
 from dialerapi.rules import agents, callbacks, compliance, dialstate, dnc, lead_events
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,9 @@ def submit_action(conn, action, now, tz):
     callbacks.check_owner(conn, action.get("callbackAgentId"))
     row = dialstate.lock_lead(conn, action["oli_id"])
     live = dialstate.is_live(row)
-    config = dialstate.load_config(conn)
+    # Only a disposition reads the config (its do-not-call reasons, disposed_priority_id): a callback
+    # is the CRM's most frequent action, and spared the read (issue #51).
+    config = dialstate.load_config(conn) if action["action"] == "dispose" else None
     if action["action"] == "dispose" and str(action.get("reason") or "").strip().lower() in config.dnd_reasons:
         number = compliance.number_of(row["phone_number"], config)
         if number is not None:
@@ -78,7 +80,7 @@ def submit_action(conn, action, now, tz):
         **{field: action.get(field) for field in AUDIT_FIELDS},
     }
     queries.insert_pending_action(conn, **stored)
-    stored["id"] = queries.last_insert_id(conn)
+    stored["id"] = inserted_id(conn)
     if not live:
         applied = dialstate.apply_action(conn, row, stored, now, config)
         if action["action"] == "dispose":

@@ -11,7 +11,7 @@ fall-back night it was.
 import re
 
 from dialerapi.plumbing import clock
-from dialerapi.plumbing.db import queries
+from dialerapi.plumbing.db import inserted_id, queries
 from dialerapi.rules import abandons, agent_states, callbacks, catalog, dialstate
 from dialerapi.rules.dialstate import UnknownAgent  # noqa: F401 - agents.UnknownAgent, where callers look for it
 from dialerapi.rules.events import notify
@@ -117,7 +117,7 @@ def open_missed_activity(conn, oli_id, agent_id, now, tz, call_type="outbound"):
         conn, agent_id=agent_id, lead_id=lead["id"], oli_id=oli_id, call_type=call_type,
         extension=agent["extension"], connected_at=now, connected_at_utc=clock.to_utc(now, tz),
     )
-    activity_id = queries.last_insert_id(conn)
+    activity_id = inserted_id(conn)
     notify(conn, [agent_id], now)
     return activity_id
 

@@ -96,14 +96,13 @@ def refusal(conn, row, now, tz, config, call_type=None):
     again. Corrects the row's phone_e164, do_not_call and call_zone_id when they disagree with its
     phone_number.
     """
-    number = number_of(row["phone_number"], config)
+    number, zone_names = phone_facts(row["phone_number"], config)
     stored = row.get("phone_e164")
     stored_listed = row.pop("listed", None)
     if number is not None and stored == number and stored_listed is not None:
         listed = bool(stored_listed)
     else:
         listed = number is not None and bool(queries.number_listed(conn, phone=number))
-    zone_names = phones.zones(number) if number is not None else ()
     if stored != number or bool(row.get("do_not_call")) != listed:
         zone_id = zone_ids(conn, [zone_names])[zone_names]
         queries.set_phone_facts(conn, id=row["id"], phone_e164=number, do_not_call=listed, call_zone_id=zone_id)
@@ -166,7 +165,7 @@ def lead_facts(conn, leads, config, stored=None):
             zone_sets.append(None)
             known[len(numbers) - 1] = row["call_zone_id"]
             continue
-        number, names = _facts(lead["phone_number"], config)
+        number, names = phone_facts(lead["phone_number"], config)
         numbers.append(number)
         zone_sets.append(names)
     present = sorted({number for number in numbers if number is not None})
@@ -177,8 +176,9 @@ def lead_facts(conn, leads, config, stored=None):
             for index, (number, names) in enumerate(zip(numbers, zone_sets))]
 
 
-def _facts(phone_number, config):
-    """(E.164 digits or None, zone names) of a stored phone_number, from one reading of it."""
+def phone_facts(phone_number, config):
+    """(E.164 digits or None, zone names) of a stored phone_number, from one reading of it (issue
+    #51); (None, ()) when it is no number phonenumbers reads."""
     try:
         return phones.facts(phone_number, config.phone_default_region)
     except phones.InvalidNumber:

@@ -41,10 +41,9 @@ def floor_state(conn, now, form_type, tz):
     """
     config = dialstate.load_config(conn)
     groups = {}
-    for agent in queries.floor_agents(conn):
-        state = STATES[dialstate.unavailable_reason(agent, now)]
-        for skill in agent["skills"].split(";"):
-            groups.setdefault(skill, dict.fromkeys(STATES.values(), 0))[state] += 1
+    for agents in queries.floor_agents(conn, now=now):
+        state = STATES[dialstate.unavailable_reason(agents, now)]
+        groups.setdefault(agents["form_type"], dict.fromkeys(STATES.values(), 0))[state] += agents["agents"]
     calls = {row["form_type"]: row
              for row in queries.floor_calls(conn, connect_seconds=config.abandon_connect_seconds)}
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)

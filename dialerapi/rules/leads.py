@@ -7,8 +7,10 @@ more the first time a zone is met), write every row in one multi-row INSERT ... 
 UPDATE.
 
 What depends on the batch alone is done once per batch (issue #33): the push reset's next_retry_at
-and the reset values of a Pending lead, escaped once with `now` (db.Literal); each lead adds only
-its own values, as a tuple in the statement's column order.
+and the reset values of a Pending lead, escaped once with `now` into one db.Literal (issue #51: one
+placeholder for the 13 of them); each lead adds only its own values and phone facts, as a tuple in
+the statement's column order. A lead whose phone_number did not change keeps its stored phone facts
+(compliance.lead_facts, issue #51).
 """
 
 import uuid
@@ -66,10 +68,10 @@ def push_leads(conn, leads, now, tz, config):
     if not leads:  # a list import's batch whose every row was refused (issue #39)
         return []
     existing = {row["oli_id"]: row for row in queries.lock_leads(conn, oli_ids=sorted({l["oli_id"] for l in leads}))}
-    stamps = (Literal(now),) * 2
+    stamps = (now, now)
     pending_reset = dialstate.push_reset(data_id=None, callback_scheduled_at=None,
                                          next_retry_at=dialstate.push_next_retry_at(now, config, tz))
-    pending_tail = tuple(Literal(pending_reset[column]) for column in RESET_COLUMNS) + stamps
+    pending_tail = (Literal.joined(tuple(pending_reset[column] for column in RESET_COLUMNS) + stamps),)
     facts = compliance.lead_facts(conn, leads, config, existing)
     rows = {}
     results = []
@@ -86,7 +88,7 @@ def push_leads(conn, leads, now, tz, config):
         else:
             reset = dialstate.push_reset(data_id=data_id, callback_scheduled_at=lead["callback_scheduled_at"],
                                          next_retry_at=None)
-            tail = tuple(reset[column] for column in RESET_COLUMNS) + stamps
+            tail = (Literal.joined(tuple(reset[column] for column in RESET_COLUMNS) + stamps),)
         rows[oli_id] = (oli_id, data_id, lead["phone_number"], lead["client_name"], lead["form_type"],
                         lead["priority_id"]) + lead_facts + tail
         results.append(_result(oli_id, status, data_id, lead, lead_facts[1]))

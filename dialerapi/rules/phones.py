@@ -9,7 +9,9 @@ Google's libphonenumber (the `phonenumbers` package).
   that are not a valid number of `region` are read once more as if they began with `+` (a country
   code): `12125550100` is +1 212 555 0100 whatever the region.
 - `zones(number)`: the IANA zones the number may ring in, from phonenumbers' time-zone data;
-  () when it has none (the caller falls back to DB_TIMEZONE).
+  () when it has none (the caller falls back to DB_TIMEZONE). `facts(text, region)` gives both from
+  one reading of the text (issue #51); nothing is cached per number, so a worker's memory does not
+  grow with the numbers it has seen (an lru_cache of 65,536 zone sets held 14 MB).
 - `window_open(zone_names, moment, start, end, fallback)`: whether the aware instant `moment`
   falls inside [start, end) of local time in every one of the zones (a number spanning zones gets
   the window all of them share); daylight saving comes from each zone's own rules.
@@ -23,6 +25,7 @@ import phonenumbers
 from phonenumbers import timezone as phone_zones
 
 UNKNOWN_ZONE = "Etc/Unknown"
+UNKNOWN_TYPE = phonenumbers.PhoneNumberType.UNKNOWN
 
 
 class InvalidNumber(ValueError):
@@ -37,17 +40,26 @@ def _parse(text, region):
 
 
 def _read(text, region):
-    """phonenumbers' reading of `text` as `e164` describes it. Raises InvalidNumber."""
+    """phonenumbers' reading of `text` as `e164` describes it, and its number type (UNKNOWN when it
+    is not valid). Raises InvalidNumber.
+
+    phonenumbers' is_valid_number is its number type not being UNKNOWN; the type is worked out
+    once here and serves both the validity and the zones (issue #51: it was worked out twice)."""
     text = str(text).strip()
     number = _parse(text, region)
-    if number is None or not phonenumbers.is_valid_number(number):
-        if text.isdigit():
-            international = _parse("+" + text, None)
-            if international is not None and phonenumbers.is_valid_number(international):
-                number = international
+    kind = _type(number)
+    if kind == UNKNOWN_TYPE and text.isdigit():
+        international = _parse("+" + text, None)
+        international_kind = _type(international)
+        if international_kind != UNKNOWN_TYPE:
+            number, kind = international, international_kind
     if number is None or not number.national_number:
         raise InvalidNumber(text)
-    return number
+    return number, kind
+
+
+def _type(number):
+    return UNKNOWN_TYPE if number is None else phonenumbers.number_type(number)
 
 
 def _digits(number):
@@ -61,14 +73,14 @@ def e164(text, region):
     valid is read again with a leading `+`; failing both, the number as first read (a possible but
     unassigned number still compares equal to itself). Raises InvalidNumber when nothing parses.
     """
-    return _digits(_read(text, region))
+    return _digits(_read(text, region)[0])
 
 
 def facts(text, region):
     """(e164(text, region), zones of that number) from one reading of `text` (issue #51: a push
     parses a new or changed number once). Raises InvalidNumber."""
-    number = _read(text, region)
-    return _digits(number), _zones_of(number)
+    number, kind = _read(text, region)
+    return _digits(number), _zones_of(number, kind)
 
 
 def format_e164(digits):
@@ -81,16 +93,22 @@ def parse_e164(number):
     return _parse(format_e164(number), None)
 
 
-@functools.lru_cache(maxsize=65536)
 def zones(number):
     """The IANA zone names number `number` (E.164 digits, an int) may ring in, sorted; () for none."""
     parsed = parse_e164(number)
-    return () if parsed is None else _zones_of(parsed)
+    return () if parsed is None else _zones_of(parsed, _type(parsed))
 
 
-def _zones_of(parsed):
-    names = [name for name in phone_zones.time_zones_for_number(parsed) if name != UNKNOWN_ZONE]
-    return tuple(sorted(set(names)))
+def _zones_of(parsed, kind):
+    """phone_zones.time_zones_for_number of `parsed`, whose number type `kind` is known: a valid
+    number of a geographical type by its prefix, another valid one by its country."""
+    if kind == UNKNOWN_TYPE:
+        return ()
+    if phonenumbers.is_number_type_geographical(kind, parsed.country_code):
+        names = phone_zones.time_zones_for_geographical_number(parsed)
+    else:
+        names = phone_zones._country_level_time_zones_for_number(parsed)
+    return tuple(sorted({name for name in names if name != UNKNOWN_ZONE}))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pymysql
 
-from dialerapi.plumbing.db import Conflict, queries
+from dialerapi.plumbing.db import Conflict, inserted_id, queries
 from dialerapi.rules import lead_events
 
 QUEUED, READY, DELIVERED, FAILED = "queued", "ready", "delivered", "failed"
@@ -84,7 +84,7 @@ def add_endpoint(conn, url, types, now):
     secret = new_secret()
     queries.insert_endpoint(conn, url=url, secret=secret, event_types=parse_types(types),
                             fanned_seq=int(queries.last_seq(conn)), created_at=now)
-    return {"id": queries.last_insert_id(conn), "secret": secret}
+    return {"id": inserted_id(conn), "secret": secret}
 
 
 def lock_endpoint(conn, endpoint_id):

@@ -104,6 +104,7 @@ class Floor(Pacing, CrmFilings):
         self._start_pacing()
         self.callbacks = {}  # oli_id -> callback_scheduled_at (wall clock) not yet dialed
         self.phones = {}  # oli_id -> E.164 digits
+        self.zone_names = {}  # oli_id -> the zones its number may ring in
         self.listed = set()  # oli_ids whose phone is on the do-not-call list
         self.contacted = set()  # oli_ids whose customer reached an agent at least once (issue #50)
         self.count = Counter()
@@ -204,7 +205,8 @@ class Floor(Pacing, CrmFilings):
             lead = {"oli_id": f"SIM-{n}", "phone_number": phone,
                     "client_name": f"Sim lead {n}", "form_type": self.rng.choices(form_types, weights)[0],
                     "priority_id": 2}
-            self.phones[lead["oli_id"]] = phones.e164(phone, self.config.phone_default_region)
+            self.phones[lead["oli_id"]], self.zone_names[lead["oli_id"]] = phones.facts(
+                phone, self.config.phone_default_region)
             if scenario.listed_share and self.rng.random() < scenario.listed_share:
                 self.listed.add(lead["oli_id"])
             if self.rng.random() < scenario.pushed_callbacks:
@@ -364,7 +366,7 @@ class Floor(Pacing, CrmFilings):
         config = self.config
         if config.obey_calling_window:
             self.count["dialed_outside_window"] += not phones.window_open(
-                phones.zones(self.phones[oli_id]), clock.instant(self.now, self.tz), config.calling_window_start,
+                self.zone_names[oli_id], clock.instant(self.now, self.tz), config.calling_window_start,
                 config.calling_window_end, self.tz)
 
     def _dial(self, claimed, agent=None):

@@ -5,13 +5,17 @@
 -- Applies to the session's next transaction only; the session stays READ COMMITTED.
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 
--- name: floor_agents()
--- Every agent with at least one skill, with their skills (';'-separated) and availability columns.
-SELECT a.id, a.panel_active, a.pause_code, a.ami_idle, a.wrapup_until, a.outbound_blocked,
-       GROUP_CONCAT(s.form_type ORDER BY s.form_type SEPARATOR ';') AS skills
+-- name: floor_agents(now)
+-- Agents per skill and availability: one row per form_type and combination of the columns
+-- dialstate.unavailable_reason reads, with how many agents have it (an agent with several skills
+-- counts under each). A wrap-up that ended before :now reads as none, so the floor's idle agents
+-- of a skill are one row, not one each (issue #51: 1,000 agents were 1,000 rows to read).
+SELECT s.form_type, a.panel_active, a.pause_code, a.ami_idle,
+       IF(a.wrapup_until > :now, a.wrapup_until, NULL) AS wrapup_until, a.outbound_blocked, COUNT(*) AS agents
 FROM sales_agents AS a
 JOIN sales_agent_skills AS s ON s.agent_id = a.id
-GROUP BY a.id;
+GROUP BY s.form_type, a.panel_active, a.pause_code, a.ami_idle, IF(a.wrapup_until > :now, a.wrapup_until, NULL),
+         a.outbound_blocked;
 
 -- name: floor_calls(connect_seconds)
 -- Live reservations per form_type, and how many of them have had call-connected (an open missed

@@ -20,14 +20,15 @@ FOR UPDATE;
 -- personal callback (callback_agent_id, issue #40). MySQL counts 1
 -- affected row per insert and 2 per update (data_id always changes), which is how the caller
 -- notices that a concurrent push inserted a "new" oli_id first. Each row is a tuple in the order of
--- the column list (leads.RESET_COLUMNS): positional placeholders spare PyMySQL a dict per row.
+-- the column list: positional placeholders spare PyMySQL a dict per row, and the last one is the
+-- dial-state reset and both stamps as one db.Literal (leads.RESET_COLUMNS, issue #51).
 INSERT INTO sales_master
   (oli_id, data_id, phone_number, client_name, form_type, priority_id, phone_e164, do_not_call,
    call_zone_id, dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause,
    last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved,
    created_at, updated_at)
 VALUES
-  (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+  (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON DUPLICATE KEY UPDATE
   data_id = VALUES(data_id), phone_number = VALUES(phone_number), client_name = VALUES(client_name),
   phone_e164 = VALUES(phone_e164), do_not_call = VALUES(do_not_call), call_zone_id = VALUES(call_zone_id),

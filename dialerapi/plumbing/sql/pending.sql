@@ -11,9 +11,6 @@ VALUES
   (:oli_id, :action, :scheduled_at, :reason, :status, :agentId, :extension, :callbackType, :workStatus,
    :subDisposition, :remarks, :created_at, :applied_at, :callbackAgentId);
 
--- name: last_insert_id()$
-SELECT LAST_INSERT_ID();
-
 -- name: latest_pending_action(oli_id)^
 SELECT * FROM sales_pending_actions
 WHERE oli_id = :oli_id AND status = 'pending'
