@@ -156,23 +156,24 @@ def lead_facts(conn, leads, config, stored=None):
     every time: it changes without the lead.
     """
     stored = stored or {}
-    numbers, zones = [], []  # zones: a stored call_zone_id (int), or the zone names of a fresh reading
+    numbers, zone_sets, known = [], [], {}
     for lead in leads:
-        row = stored.get(lead["oli_id"])
+        row = stored.get(lead["oli_id"]) if stored else None
         if row is not None and row["phone_number"] == lead["phone_number"] and row["phone_e164"] is not None \
                 and row["call_zone_id"] is not None:
             numbers.append(row["phone_e164"])
-            zones.append(row["call_zone_id"])
-        else:
-            number, names = phone_facts(lead["phone_number"], config)
-            numbers.append(number)
-            zones.append(names)
+            zone_sets.append(None)
+            known[len(numbers) - 1] = row["call_zone_id"]
+            continue
+        number, names = phone_facts(lead["phone_number"], config)
+        numbers.append(number)
+        zone_sets.append(names)
     present = sorted({number for number in numbers if number is not None})
     listed = {row["phone"] for row in queries.listed_numbers(conn, phones=present)} if present else set()
-    new_sets = [names for names in zones if isinstance(names, tuple)]
+    new_sets = [names for names in zone_sets if names is not None]
     ids = zone_ids(conn, new_sets) if new_sets else {}
-    return [(number, number in listed, ids[zone] if isinstance(zone, tuple) else zone)
-            for number, zone in zip(numbers, zones)]
+    return [(number, number in listed, known[index] if names is None else ids[names])
+            for index, (number, names) in enumerate(zip(numbers, zone_sets))]
 
 
 def phone_facts(phone_number, config):
