@@ -108,3 +108,16 @@ def test_a_bad_cap_or_retry_in_a_scenario_is_refused_naming_it(values, message):
     with pytest.raises(ValidationError) as refused:
         sim.load_scenario(values)
     assert message in str(refused.value)
+
+
+def test_runs_in_parallel_processes_give_the_figures_of_runs_one_after_another(database_url, sql):
+    """Issue #52 item 3: `jobs` plays the replications in processes of their own, each in its own
+    schema; the report for the same seeds is the one the runs give one after another, whichever run
+    ends first. No schema is left behind."""
+    scenario = sim.load_scenario(None, **{**SMALL, "replications": 3}, seed=11)
+    ended = []
+    parallel = sim.replicate(database_url, scenario, jobs=2, done=lambda run: ended.append(run["seed"]))
+    serial = sim.replicate(database_url, scenario, jobs=1)
+    assert parallel == serial and parallel["kpis"]["calls"]["mean"] > 0
+    assert sorted(ended) == [11, 12, 13]
+    assert schemas_left(sql, database_url) == []

@@ -1,6 +1,7 @@
 """`dialerapi simulate`: a campaign played on a virtual clock in its own schema (docs/simulator.md)."""
 
 import json
+import os
 
 import click
 from click.core import ParameterSource
@@ -78,7 +79,10 @@ def _scenario_options(command):
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False), help="Write kpis.csv, hours.csv and agents.csv here.")
 @click.option("--chart", type=click.Path(dir_okay=False), help="Write a PNG of calls, contacts and agent states per hour.")
 @click.option("--keep", is_flag=True, help="Keep each run's schema (named on standard error) for inspection.")
-def simulate(scenario_file, json_path, csv_dir, chart, keep, **options):
+@click.option("--jobs", type=click.IntRange(1, 64), default=os.cpu_count() or 1, show_default="one per core",
+              help="Runs played at once, each in a process and a schema of its own; the same figures as one "
+                   "after another.")
+def simulate(scenario_file, json_path, csv_dir, chart, keep, jobs, **options):
     """Play a campaign on a virtual clock against the real rules, each run in its own schema.
 
     Each run creates a schema beside the service's database (<database>_sim_<random>), writes the
@@ -104,11 +108,22 @@ def simulate(scenario_file, json_path, csv_dir, chart, keep, **options):
         raise click.UsageError(f"scenario: {json.dumps(messages, default=str)}") from None
     if scenario.replications == 1:
         click.echo("one run: the figures get no 95% interval (--replications 2 or more)", err=True)
-    with click.progressbar(length=scenario.replications, label="simulating",
-                           file=click.get_text_stream("stderr")) as bar:
+    stderr = click.get_text_stream("stderr")
+    with click.progressbar(length=scenario.replications, label="simulating", file=stderr) as bar:
+        ended = []
+
+        def done(run):
+            # A bar only draws on a terminal; a log or a CI job gets a line per run instead.
+            ended.append(run["seed"])
+            if stderr.isatty():
+                bar.update(1)
+            else:
+                click.echo(f"simulating: run {len(ended)} of {scenario.replications} done (seed {run['seed']})",
+                           err=True)
+
         try:
-            report = sim.replicate(current_app.config["DATABASE_URL"], scenario, keep=keep,
-                                   done=lambda run: bar.update(1))
+            report = sim.replicate(current_app.config["DATABASE_URL"], scenario, keep=keep, done=done,
+                                   jobs=min(jobs, scenario.replications))
         except sim.SandboxError as exc:
             raise click.ClickException(str(exc)) from None
     if json_path:

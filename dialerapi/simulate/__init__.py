@@ -10,8 +10,10 @@ figure.
 """
 
 import logging
+import multiprocessing
 import random
 import secrets
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 
 from dialerapi import create_app
@@ -77,20 +79,42 @@ def _database_counts(conn, now, first_day):
     }
 
 
-def replicate(database_url, scenario, *, keep=False, done=None):
+def replicate(database_url, scenario, *, keep=False, done=None, jobs=1):
     """`scenario.replications` runs of `scenario`, seeds scenario.seed, +1, ...; returns
     report.combine's report. `done(run)` is called with each run's figures as it ends.
 
     A scenario with contact caps or retries per outcome (issue #50) is played twice per seed, with
     them and without, and the report's "caps_cost" says what they cost: calls, leads contacted and
-    the contact rate each way, and the calls they prevented."""
-    runs, without = [], []
-    rules = bool(scenario.contact_caps or scenario.retries)
-    for k in range(scenario.replications):
-        seeded = replace(scenario, seed=scenario.seed + k)
-        runs.append(run(database_url, seeded, keep=keep))
-        if done:
-            done(runs[-1])
-        if rules:
-            without.append(run(database_url, replace(seeded, contact_caps=[], retries={}), keep=keep))
-    return combine(scenario, runs, without)
+    the contact rate each way, and the calls they prevented.
+
+    `jobs` (issue #52): how many runs play at once, each in a process of its own (and, as always, a
+    schema of its own). Each run depends on its seed alone, so the report is the one `jobs=1` gives
+    for the same seeds, whatever order the runs end in."""
+    seeded = [replace(scenario, seed=scenario.seed + k) for k in range(scenario.replications)]
+    plays = seeded + ([replace(play, contact_caps=[], retries={}) for play in seeded]
+                      if scenario.contact_caps or scenario.retries else [])
+    if jobs <= 1:
+        results = []
+        for play in plays:
+            results.append(run(database_url, play, keep=keep))
+            if done and len(results) <= len(seeded):
+                done(results[-1])
+    else:
+        results = _in_processes(database_url, plays, keep, jobs, done, len(seeded))
+    return combine(scenario, results[:len(seeded)], results[len(seeded):])
+
+
+def _in_processes(database_url, plays, keep, jobs, done, reported):
+    """run() of each of `plays` in up to `jobs` processes; their results in the order of `plays`.
+    `done` is told of each of the first `reported` as it ends. Spawned, not forked: a child starts
+    with no connection, thread or clock of this process."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {pool.submit(run, database_url, play, keep=keep): index for index, play in enumerate(plays)}
+        results = [None] * len(plays)
+        for future in as_completed(futures):
+            index = futures[future]
+            results[index] = future.result()
+            if done and index < reported:
+                done(results[index])
+    return results
