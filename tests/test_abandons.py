@@ -21,7 +21,7 @@ import requests
 from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, cli, set_clock, start_gunicorn
 from docs_examples import answers, example
 from dialerapi.plumbing import clock
-from dialerapi.rules import agents, claims, dialstate
+from dialerapi.rules import abandons, agents, claims, dialstate
 from dialerapi.upkeep import jobs
 
 NOW = DEFAULT_NOW
@@ -206,7 +206,7 @@ HISTORY = [timedelta(minutes=m) for m in (-3, -13, -14, -15, -16, -60, -600, -13
 
 
 @pytest.mark.parametrize("period", ["30d", "24h"])
-def test_every_window_equals_a_count_over_the_call_records(client, sql, floor, play, period):
+def test_every_window_equals_a_count_over_the_call_records(client, sql, floor, play, run, period):
     sql("UPDATE sales_dialer_config SET abandon_period = %s", period)
     rng = random.Random(37)
     for offset in HISTORY:
@@ -218,8 +218,11 @@ def test_every_window_equals_a_count_over_the_call_records(client, sql, floor, p
     for now in (NOW, NOW + timedelta(seconds=59), NOW + timedelta(minutes=1), NOW + timedelta(hours=14, minutes=30)):
         set_clock(now)
         state = engine_floor(client)
+        # Issue #52: the windows read alone (the simulator's pacing) are the floor state's.
+        alone = run(lambda conn: abandons.windows(conn, now, dialstate.load_config(conn)))
         for group in state["form_types"]:
             assert group["abandons"]["windows"] == recorded_windows(sql, now, group["form_type"], period), (now, group)
+            assert alone[group["form_type"]] == group["abandons"]["windows"]
         assert state["floor_abandons"] == recorded_windows(sql, now, None, period)
     set_clock(NOW)
     windows = floor_windows(client, "home_loan")

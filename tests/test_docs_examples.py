@@ -410,11 +410,13 @@ def test_every_dialerapi_command_line_in_the_docs_names_commands_and_options_tha
 # --- the simulator ----------------------------------------------------------------------------------------------
 
 def figure_names(text):
-    """The figures of a `dialerapi simulate` report, in order, and its section headers."""
-    table = text.split("figure ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
-    sections = re.findall(r"^(first run \(seed \d+\):|final status|tries \(call_count\)|callbacks due in the run:)",
-                          text, re.M)
-    return [line.split()[0] for line in table], sections
+    """The figures of a `dialerapi simulate` report, in order, its section headers, and the rows of
+    its first table (issue #52: the law's abandon rate, per form_type)."""
+    table = text.split("\nfigure ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    law = text.split("\nform_type ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    sections = re.findall(r"^(abandon rate as the service and the law count it|first run \(seed \d+\):|final status"
+                          r"|tries \(call_count\)|callbacks due in the run:)", text, re.M)
+    return [line.split()[0] for line in table], sections, [line.split()[0] for line in law]
 
 
 @pytest.mark.slow

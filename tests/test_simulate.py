@@ -4,12 +4,16 @@ The simulator's longer runs (seconds to a minute each: repeatability, the report
 work, pacing per skill, the abandon limit, personal callbacks) are in tests/faults/test_simulate_runs.py,
 run by `make faults` (issue #47: `make test` in under 5 minutes)."""
 
+from collections import Counter
+from types import SimpleNamespace
+
 import pytest
 from marshmallow import ValidationError
 
 from conftest import cli
 from dialerapi import simulate as sim
 from dialerapi.plumbing.config import database_params
+from dialerapi.simulate import engines, pacing
 from dialerapi.simulate.report import interval, summary
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
@@ -121,3 +125,69 @@ def test_runs_in_parallel_processes_give_the_figures_of_runs_one_after_another(d
     assert parallel == serial and parallel["kpis"]["calls"]["mean"] > 0
     assert sorted(ended) == [11, 12, 13]
     assert schemas_left(sql, database_url) == []
+
+
+def test_a_pacing_round_skips_only_claims_that_would_find_nothing(database_url, monkeypatch):
+    """Issue #52 item 3: once a group's predictive claim finds nothing due, its pacing rounds do not
+    ask again until a settle, a filing, the sweep, a new day, or the moment time alone makes a lead
+    due (a retry, a callback, a personal callback's fallback, the work window, the calling window).
+    The run is the one that asks every round, to the figure, with far fewer claims: a floor whose
+    leads run dry, with retries, callbacks (some personal), two call zones under a calling window
+    that opens during the run, and a contact cap on shared numbers."""
+    claims = []
+    asked = engines.LibraryEngine.claim_predictive
+
+    def counted(engine, ahead, form_type=None):
+        claims.append(form_type)
+        return asked(engine, ahead, form_type)
+
+    monkeypatch.setattr(engines.LibraryEngine, "claim_predictive", counted)
+    scenario = sim.load_scenario(
+        None, **{**SMALL, "leads": 60, "hours": 2.0, "pushed_callbacks": 0.2}, seed=21, mode="predictive",
+        pacing="abandon", form_types={"home_loan": 2, "credit_card": 1}, skills={"home_loan": 4, "credit_card": 3},
+        callback_share=0.5, personal_callback_share=0.5, retry_seconds=300,
+        phone_zones={"IN": 3, "US-Eastern": 1}, obey_calling_window=True, calling_window_start="09:30",
+        shared_phone_share=0.3, contact_caps=[{"name": "two-an-hour", "max": 2, "per": "1h"}])
+    skipping = sim.run(database_url, scenario)
+    skipped_claims = len(claims)
+    claims.clear()
+    monkeypatch.setattr(pacing, "SKIP_FUTILE", False)
+    asking = sim.run(database_url, scenario)
+    assert skipping == asking
+    assert skipping["kpis"]["calls"] > 50 and skipping["callbacks"]["personal"]["due"] > 0
+    assert skipping["contact"]["held_by_caps"] > 0
+    assert skipped_claims < len(claims) / 2, (skipped_claims, len(claims))
+
+
+@pytest.mark.parametrize("over, in_flight, answered, step, progressive", [
+    (None, 0, 1000, 0.05, False), ("15m", 0, 1000, -0.1, False), ("today", 0, 1000, -0.1, True),
+    ("period", 0, 1000, -0.1, True), (None, 5, 1000, 0.05, True), ("period", 0, 40, -0.1, False)])
+def test_the_abandon_rule_steers_on_each_of_the_laws_windows(over, in_flight, answered, step, progressive):
+    """Issue #52 item 2: the `abandon` pacing rule moves a group's ratio down when its rate as the
+    law counts it is over AIM x target_abandon in the last 15 minutes, the day so far, or the legal
+    period (in a run, the run so far: the figure a run is judged by), and up otherwise. The group
+    dials progressively while the day's or the period's rate would pass the aim if its calls not yet
+    with an agent and its next one were abandons (5 in flight: 23 + 6 of 1,006 is over 2.4%), once
+    abandon_min_answered (50) calls were answered; a minute that finds it clear ends that."""
+    aim = pacing.AIM * 0.03
+
+    def window(name):
+        abandoned = round(answered * (0.03 if name == over else 0.023))
+        return {"answered": answered, "abandoned": abandoned, "rate": abandoned / answered}
+
+    class Engine:
+        def abandons(self):
+            return {"home_loan": {"windows": {name: window(name) for name in pacing.ADAPT_WINDOWS}}}
+
+    floor = pacing.Pacing()
+    floor.open, floor.t, floor.groups, floor.ratios = True, 0, ["home_loan", "credit_card"], {"home_loan": 2.0,
+                                                                                           "credit_card": 2.0}
+    floor.scenario, floor.engine = sim.load_scenario(None, target_abandon=0.03), Engine()
+    floor.config = SimpleNamespace(abandon_min_answered=50)  # the scenario's [dialer] default
+    floor.held, floor.progressive, floor.count, floor.agents = set(), {"credit_card"}, Counter(), {}
+    floor.in_flight = Counter(home_loan=in_flight)
+    floor.at = lambda *_: None
+    assert aim == 0.024
+    floor._adapt()
+    assert floor.ratios == {"home_loan": round(2.0 + step, 2), "credit_card": 2.05}, "no counts yet: nothing over"
+    assert floor.progressive == ({"home_loan"} if progressive else set()), "credit_card is clear"

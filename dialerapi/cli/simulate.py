@@ -76,8 +76,8 @@ def _scenario_options(command):
 @_scenario_options
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True),
               help="Write the full report as JSON to this file ('-': standard output, instead of the summary).")
-@click.option("--csv", "csv_dir", type=click.Path(file_okay=False), help="Write kpis.csv, hours.csv and agents.csv here.")
-@click.option("--chart", type=click.Path(dir_okay=False), help="Write a PNG of calls, contacts and agent states per hour.")
+@click.option("--csv", "csv_dir", type=click.Path(file_okay=False), help="Write abandons.csv (predictive), kpis.csv, hours.csv and agents.csv here.")
+@click.option("--chart", type=click.Path(dir_okay=False), help="Write a PNG of the law's abandon rate per day (predictive), calls, contacts and agent states per hour.")
 @click.option("--keep", is_flag=True, help="Keep each run's schema (named on standard error) for inspection.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=os.cpu_count() or 1, show_default="one per core",
               help="Runs played at once, each in a process and a schema of its own; the same figures as one "

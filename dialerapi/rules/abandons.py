@@ -146,6 +146,14 @@ def window_bounds(now, period):
             "edge_hour_end": edge_hour + timedelta(hours=1)}
 
 
+def windows(conn, now, config):
+    """{form_type: {"15m", "today", "period": figures}} at `now` (wall clock, DB_TIMEZONE), the
+    windows floor_state reports per form_type, read alone (one statement over the counts). Only
+    form_types with counts in the period are keys; every other form_type's windows are all zero."""
+    return {row["form_type"]: windows_of(row, config.amd_false_positive_share)
+            for row in queries.abandon_windows(conn, **window_bounds(now, config.abandon_period))}
+
+
 def figures_of(text, share=0.0):
     """figures from the "answered;abandoned[;late_connects[;machines]]" a statement sums a window into."""
     return figures(*text.split(";"), share=share)

@@ -52,6 +52,12 @@ def fallback_edge(now, config, tz=None):
     return None if minutes is NEVER else _plus(now, -minutes, tz)
 
 
+def fallback_at(due_at, minutes, tz=None):
+    """When a personal callback due at `due_at` (wall clock in `tz`) falls back to any agent, given
+    personal_callback_fallback_minutes `minutes`; None when it never does."""
+    return None if minutes is NEVER else _plus(due_at, minutes, tz)
+
+
 def fallback_params(now, config, tz=None):
     """The :fallback_never and :fallback_edge parameters of the statements that leave owned callbacks out."""
     edge = fallback_edge(now, config, tz)
@@ -107,13 +113,13 @@ def agent_callbacks(conn, agent_id, now, tz):
     items = []
     for row in queries.agent_callbacks(conn, agent_id=agent_id, until=until, max_items=MAX_ITEMS):
         due_at = row["callback_scheduled_at"]
-        fallback_at = None if minutes is NEVER else _plus(due_at, minutes, tz)
-        left = None if fallback_at is None else max(0, math.ceil(_seconds_between(now, fallback_at, tz) / 60))
+        falls_back = fallback_at(due_at, minutes, tz)
+        left = None if falls_back is None else max(0, math.ceil(_seconds_between(now, falls_back, tz) / 60))
         items.append({
             "oli_id": row["oli_id"], "data_id": row["data_id"], "client_name": row["client_name"],
             "form_type": row["form_type"], "callback_scheduled_at": clock.format_wall_clock(due_at),
             "due": due_at <= now, "seconds_until_due": max(0, round(_seconds_between(now, due_at, tz))),
-            "fallback_at": clock.format_wall_clock(fallback_at), "minutes_until_fallback": left,
+            "fallback_at": clock.format_wall_clock(falls_back), "minutes_until_fallback": left,
         })
     return {"agent_id": agent_id, "fallback_minutes": minutes, "items": items}
 

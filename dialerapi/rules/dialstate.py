@@ -50,6 +50,7 @@ from dialerapi.rules.states import (  # noqa: F401 - the vocabulary, reachable a
     in_work_window,
     is_due,
     is_live,
+    fixed_config,
     load_config,
     missing_config,
     new_data_id,

@@ -65,7 +65,8 @@ def _run(database_url, scenario, keep):
 
 def _database_counts(conn, now, first_day):
     state = queries.sim_hour_state(conn, now=now)
-    # The service's own abandon figures per day and form_type (issue #37): what it counted at settle.
+    # The service's own abandon figures per day, per form_type and for the floor ("*"): what it
+    # counted at settle (issue #37), the law's count (issue #52).
     service_days = abandons.report(conn, first_day, now.date(), dialstate.load_config(conn))["days"]
     return {
         "final_status": {row["status"]: int(row["n"]) for row in
@@ -73,7 +74,7 @@ def _database_counts(conn, now, first_day):
         "tries_per_lead": {int(row["tries"]): int(row["n"]) for row in queries.sim_call_counts(conn)},
         "calls_per_lead": {int(row["calls"]): int(row["n"]) for row in queries.sim_calls_per_lead(conn)},
         "dialed": int(state["dialed"]), "leads": int(state["leads"]),
-        "service_abandons": [row for row in service_days if row["form_type"] != "*"],
+        "abandon_days": service_days,
         # Issue #50: the times a claim held a lead for a contact cap.
         "held_by_caps": sum(row["leads_held"] for row in contact_caps.report(conn, first_day, now.date())),
     }

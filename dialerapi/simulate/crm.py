@@ -20,6 +20,7 @@ class CrmFilings:
         """File the outcome of a call of `oli_id`; `agent_id`: the agent who took it, whom a personal
         callback (personal_callback_share of the callbacks, issue #40) names."""
         scenario = self.scenario
+        self._leads_changed(self.form_types[oli_id])
         if self.rng.random() < scenario.callback_share:
             minutes = scenario.callback_in_minutes.sample(self.rng)
             when = clock.after(self.now, timedelta(minutes=minutes), self.tz)

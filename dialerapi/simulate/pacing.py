@@ -13,16 +13,25 @@ dials progressively (its free agents claim for themselves) until a predictive cl
 """
 
 from collections import Counter
+from datetime import datetime, timedelta
 
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import callbacks
 from dialerapi.rules.abandons import ABANDON_LIMIT
 
 PACE_SECONDS = 5
 ADAPT_SECONDS = 60
+ADAPT_WINDOWS = ("15m", "today", "period")  # the service's abandon windows the `abandon` rule steers on
+CEILING_WINDOWS = {"today", "period"}  # those the law caps: over the aim there, the group dials progressively
 RATIO_BOUNDS = (0.5, 3.0)
 # The `abandon` rule steers to this share of target_abandon: the target is a ceiling (Ofcom and the
 # FTC's TSR cap abandons at 3% of answered calls), and a rule that steers to the ceiling itself
 # spends half its days over it.
 AIM = 0.8
+# Issue #52: the floor skips work it knows would change nothing: a group's predictive claim while
+# nothing can be due (Pacing._known_dry) and the blocking job while no grace window has ended
+# (Floor._jobs). A switch, so that a test holds a run's figures to those of doing it all.
+SKIP_FUTILE = True
 
 
 class Pacing:
@@ -39,6 +48,8 @@ class Pacing:
         self.arrival_rates = {g: self.scenario.calls_per_hour * w / sum(weights.values()) / 3600
                               for g, w in weights.items()}
         self.next_arrival = {}
+        self.dry = {}  # group -> the second until which its predictive claim finds nothing (None: no end)
+        self.progressive = set()  # groups the `abandon` rule has dialing progressively (over its aim)
 
     def _bridge_waiting(self, answered=None):
         """Bridge every waiting customer, oldest first, whose lead's skill some free agent has, and
@@ -87,15 +98,75 @@ class Pacing:
             return
         if self.scenario.pacing != "rate":
             for group in self.groups:
+                if group in self.progressive:
+                    continue
                 wanted = int(self.ratios[group] * self._free_agents(group) + 0.5) - self.in_flight[group]
                 # A held group asks once a round whether the limit still holds it.
                 for _ in range(max(0, wanted) if group not in self.held else 1):
+                    if self._known_dry(group):
+                        break
                     claimed, refusal = self.engine.claim_predictive(False, group)
                     if not self._held(group, refusal) and claimed is not None:
                         self._dial(claimed)
                     if claimed is None:
+                        self._note_dry(group, refusal)
                         break
         self._claim_held()
+
+    # --- claims known to find nothing (issue #52) --------------------------------------------------------
+    # A pacing round asks each group with free agents for a call every PACE_SECONDS; once its leads
+    # are used up, most rounds of a campaign find nothing due, and those claims were most of a run's
+    # time. After a claim finds nothing, the group does not ask again until something could change
+    # the answer: a change of the leads (a settle, a CRM filing, the sweep applying one, a new day:
+    # _leads_changed) or the moment time alone makes one due (_next_due). Skipping is exact: the
+    # figures of a run are those of asking every time (tests/test_simulate.py). Only while the
+    # abandon limit is off: its windows move with time, and a skipped claim could not tell a hold.
+
+    def _known_dry(self, group):
+        if group not in self.dry:
+            return False
+        until = self.dry[group]
+        if until is not None and self.t >= until:
+            del self.dry[group]
+            return False
+        return True
+
+    def _note_dry(self, group, refusal):
+        if SKIP_FUTILE and refusal is None and not self.config.enforce_abandon_limit:
+            self.dry[group] = self._next_due(group)
+
+    def _leads_changed(self, form_type=None):
+        """A lead of `form_type` (None: of any) changed: its group asks again on its next round."""
+        if form_type is None:
+            self.dry.clear()
+        else:
+            self.dry.pop(form_type, None)
+
+    def _next_due(self, group):
+        """The second at which time alone may next make a lead of `group` due to a predictive claim,
+        or None: its next claim_due, a personal callback's fallback, the next edge of the work
+        window while callbacks wait for it, and the next minute while the calling window is obeyed
+        (the calling window and the call zones' offsets are whole minutes; one with seconds gives
+        the next second)."""
+        config = self.config
+        row = self.db.run(queries.sim_next_due, form_type=group, now=self.now,
+                          **callbacks.fallback_params(self.now, config, self.tz))
+        moments = [row["due"]]
+        if row["owned_due"] is not None:
+            moments.append(callbacks.fallback_at(row["owned_due"], config.personal_callback_fallback_minutes, self.tz))
+        if config.outbound_obey_work_hours:
+            moments += [self._next_wall(edge) for edge in (config.work_start, config.work_end)]
+        seconds = [self._second(moment) for moment in moments if moment is not None]
+        if config.obey_calling_window:
+            edges = (config.calling_window_start, config.calling_window_end)
+            whole_minutes = all(edge.second == 0 and edge.microsecond == 0 for edge in edges)
+            seconds.append(self.t + (60 - self.utc.second if whole_minutes else 1))
+        return min(seconds, default=None)
+
+    def _next_wall(self, time_of_day):
+        """The first wall-clock moment after now at `time_of_day`."""
+        moment = datetime.combine(self.now.date(), time_of_day)
+        return moment if moment > self.now else moment + timedelta(days=1)
 
     def _held(self, group, refusal):
         """Note whether the abandon limit refused the group's predictive claim; True when it did."""
@@ -107,11 +178,13 @@ class Pacing:
         return False
 
     def _claim_held(self):
-        """Free agents with a held group's skill claim progressively: an agent waits, so no abandon."""
-        if not self.held:
+        """Free agents with the skill of a group the limit holds, or the `abandon` rule has dialing
+        progressively, claim progressively: an agent waits, so no abandon."""
+        groups = self.held | self.progressive
+        if not groups:
             return
         for agent in list(self.agents.values()):
-            if agent.state == "idle" and not agent.blocked and self.held.intersection(agent.skills):
+            if agent.state == "idle" and not agent.blocked and groups.intersection(agent.skills):
                 self._claim(agent)
 
     def _pace_tick(self):
@@ -120,19 +193,41 @@ class Pacing:
             self.at(self.t + PACE_SECONDS, self._pace_tick)
 
     def _adapt(self):
-        """Each minute, each group's ratio: -0.1 when its abandon rate over the last 15 minutes or
-        over the day so far (what a 24-hour ceiling measures), as the service counts them (POST
-        /engine/floor, issue #37), is over AIM x target_abandon, else +0.05, within RATIO_BOUNDS."""
+        """Each minute, each group's ratio: -0.1 when its abandon rate as the service and the law
+        count it (POST /engine/floor, issue #37: late connects included) is over AIM x
+        target_abandon over the last 15 minutes, over the day so far (what a 24-hour ceiling
+        measures) or over the legal period (the 30 days; in a run, the run so far, the figure a run
+        is judged by), else +0.05, within RATIO_BOUNDS. Issue #52: while the day's or the period's
+        rate would pass the aim (_would_pass), the group dials progressively (its free agents claim
+        for themselves: no abandon, and every answered call lowers the rate) until a minute finds
+        both clear; lowering the ratio alone left a small skill, whose agents other skills share,
+        over the target in 6 runs of 20."""
         if not self.open:
             return
         aim = AIM * self.scenario.target_abandon
         rates = self.engine.abandons()
         for group in self.groups:
-            windows = rates[group]["windows"] if group in rates else {"15m": {"rate": 0}, "today": {"rate": 0}}
-            recent, today = windows["15m"]["rate"], windows["today"]["rate"]
-            step = -0.1 if recent > aim or today > aim else 0.05
+            windows = rates[group]["windows"] if group in rates else {}
+            over = {name for name in ADAPT_WINDOWS if name in windows and windows[name]["rate"] > aim}
+            step = -0.1 if over else 0.05
             self.ratios[group] = min(RATIO_BOUNDS[1], max(RATIO_BOUNDS[0], round(self.ratios[group] + step, 2)))
+            if any(self._would_pass(windows[name], group, aim) for name in CEILING_WINDOWS if name in windows):
+                self.progressive.add(group)
+                self.count[f"paced_progressive[{group}]"] += 1
+            else:
+                self.progressive.discard(group)
+        self._claim_held()
         self.at(self.t + ADAPT_SECONDS, self._adapt)
+
+    def _would_pass(self, window, group, aim):
+        """True when the window's rate would be over `aim` if the group's calls not yet with an agent
+        and its next call were all abandons, once it holds abandon_min_answered answered calls: the
+        service limit's look-ahead (abandons.over_limit), held to the aim. Without it a run ended
+        over the target when its last hours' few answered calls met the abandons already dialed."""
+        if window["answered"] < self.config.abandon_min_answered:
+            return False
+        pending = self.in_flight[group] + 1
+        return (window["abandoned"] + pending) / (window["answered"] + pending) > aim
 
     def _start_arrivals(self):
         for group in self.groups:

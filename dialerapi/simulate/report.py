@@ -12,8 +12,10 @@ from pathlib import Path
 
 from scipy import stats
 
+from dialerapi.rules import abandons
+
 STATES = ("ringing", "talk", "wrap", "idle", "blocked")
-SHARES = ("abandon_rate", "waited_share", "occupancy", "late_filing_share", "callbacks_on_time_share",
+SHARES = ("abandon_rate", "days_over_limit", "hung_up_waiting_rate", "waited_share", "occupancy", "late_filing_share", "callbacks_on_time_share",
           "personal_callbacks_on_time_share", "ordinary_callbacks_on_time_share", "penetration", "contact_rate")
 
 
@@ -33,11 +35,12 @@ def run_result(floor, database):
     callbacks = floor.callback_report(floor.t)
     predictive = floor.scenario.mode == "predictive"
     kpis = {
+        **(_law_figures(floor, database["abandon_days"]) if predictive else {}),
         "calls": sum(floor.outcomes.values()),
         "answered": count["answered"],
         "contacts": count["contacts"],
-        "abandoned": count["abandoned"] if predictive else None,
-        "abandon_rate": _share(count["abandoned"], count["answered"]) if predictive else None,
+        "hung_up_waiting": count["abandoned"] if predictive else None,
+        "hung_up_waiting_rate": _share(count["abandoned"], count["answered"]) if predictive else None,
         "mean_wait_seconds": round(statistics.fmean(floor.waits), 2) if floor.waits else None,
         "waited_share": _share(sum(1 for wait in floor.waits if wait > 0), len(floor.waits)) if predictive else None,
         "calls_per_agent_hour": round(sum(floor.outcomes.values()) / (staffed / 3600), 2) if staffed else None,
@@ -65,6 +68,10 @@ def run_result(floor, database):
         | {"unfiled_at_end": count["unfiled_at_end"]},
         "not_dialed": {key[11:]: n for key, n in sorted(count.items()) if key.startswith("not_dialed_")},
         "callbacks": callbacks,
+        # Issue #52: the service's abandon count of each day, per form_type and for the floor ("*").
+        "abandon_days": [{key: row[key] for key in ("day", "form_type", "answered", "abandoned", "late_connects", "machines",
+                                                     "rate")}
+                         for row in database["abandon_days"]] if predictive else [],
         "final_status": database["final_status"],
         "tries_per_lead": database["tries_per_lead"],
         "calls_per_lead": database["calls_per_lead"],
@@ -76,28 +83,47 @@ def run_result(floor, database):
     }
 
 
+def _law_figures(floor, days):
+    """The abandon rate as the service and the law count it (issue #37: outcome abandoned plus
+    answered customers an agent took more than abandon_connect_seconds after the answer;
+    rules.abandons), from `days`, the service's day rows of the run (abandons.report): `abandons`
+    and `late_connects` (counts), `abandon_rate` (over the run's answered, with the config's
+    amd_false_positive_share) and `days_over_limit` (the share of the run's days whose rate was over
+    the config's abandon_limit), for the floor, then `abandon_rate[T]` and `days_over_limit[T]` per
+    form_type T (issue #52: what a planner reads first)."""
+    config = floor.config
+    floor_days = [row for row in days if row["form_type"] == "*"]
+    figures = {"abandons": sum(row["abandoned"] for row in floor_days),
+               "late_connects": sum(row["late_connects"] for row in floor_days)}
+    for name, suffix in [("*", "")] + [(group, f"[{group}]") for group in floor.groups]:
+        rows = [row for row in days if row["form_type"] == name]
+        total = abandons.figures(*(sum(row[key] for row in rows) for key in ("answered", "abandoned", "late_connects",
+                                                                          "machines")),
+                                 share=config.amd_false_positive_share)
+        figures[f"abandon_rate{suffix}"] = total["rate"] if total["answered"] else None
+        over = sum(1 for row in rows if row["answered"] and row["rate"] > config.abandon_limit)
+        figures[f"days_over_limit{suffix}"] = _share(over, len(floor.days))
+    return figures
+
+
 def _per_skill(floor, database):
-    """Predictive, per form_type (issue #29): `abandon_rate[T]` (abandoned over answered) and
-    `days_over_target[T]`, the share of the run's days on which that group's abandon rate was over
-    target_abandon (a day with no answered call of T is not over). And the service's own count
-    (issue #37: outcome abandoned plus late connects, rules.abandons): `service_abandon_rate[T]`
-    over the run and `service_days_over_target[T]`, and `predictive_held[T]`, the pacing rounds the
-    abandon limit refused."""
+    """Predictive, per form_type (issue #29), the customers who hung up waiting as the simulator
+    counts them (not the law's count, which _law_figures gives): `hung_up_waiting_rate[T]` (over
+    T's answered) and `hung_up_waiting_days_over_target[T]`, the share of the run's days on which
+    it was over target_abandon (a day with no answered call of T is not over); and
+    `predictive_held[T]`, the pacing rounds the abandon limit refused; `paced_progressive[T]`, the
+    minutes the `abandon` rule had T dialing progressively (issue #52)."""
     figures = {}
     days = range(len(floor.days))
     for group in floor.groups:
         answered = floor.count[f"answered[{group}]"]
-        figures[f"abandon_rate[{group}]"] = _share(floor.count[f"abandoned[{group}]"], answered)
+        figures[f"hung_up_waiting_rate[{group}]"] = _share(floor.count[f"abandoned[{group}]"], answered)
     for group in floor.groups:
         over = sum(1 for day in days if _over(floor.day_count[(day, group)], floor.scenario.target_abandon))
-        figures[f"days_over_target[{group}]"] = _share(over, len(floor.days))
+        figures[f"hung_up_waiting_days_over_target[{group}]"] = _share(over, len(floor.days))
     for group in floor.groups:
-        service = [row for row in database["service_abandons"] if row["form_type"] == group]
-        answered = sum(row["answered"] for row in service)
-        figures[f"service_abandon_rate[{group}]"] = _share(sum(row["abandoned"] for row in service), answered)
-        over = sum(1 for row in service if _over(row, floor.scenario.target_abandon))
-        figures[f"service_days_over_target[{group}]"] = _share(over, len(floor.days))
         figures[f"predictive_held[{group}]"] = floor.count[f"held[{group}]"]
+        figures[f"paced_progressive[{group}]"] = floor.count[f"paced_progressive[{group}]"]
     return figures
 
 
@@ -106,8 +132,8 @@ def _over(day, target):
 
 
 def _is_share(name):
-    return name in SHARES or name.startswith(("abandon_rate[", "days_over_target[", "service_abandon_rate[",
-                                              "service_days_over_target["))
+    return name in SHARES or name.startswith(("abandon_rate[", "days_over_limit[", "hung_up_waiting_rate[",
+                                              "hung_up_waiting_days_over_target["))
 
 
 def _hour_row(row):
@@ -141,17 +167,37 @@ def combine(scenario, runs, without=()):
     for run in runs:
         for row in run["hours"]:
             hours.setdefault(row["hour"], []).append(row)
+    kpis = {name: interval([run["kpis"][name] for run in runs], 1 if _is_share(name) else None) for name in names}
     return {
+        # The law's count leads (issue #52): a planner reads the report's first lines.
+        **({"abandons": law_summary(scenario, runs, kpis)} if "abandon_rate" in kpis else {}),
         "scenario": scenario.to_json(),
         "replications": len(runs),
-        "kpis": {name: interval([run["kpis"][name] for run in runs], 1 if _is_share(name) else None)
-                 for name in names},
+        "kpis": kpis,
         "hours": [_mean_row(label, rows, len(runs)) for label, rows in hours.items()],
         "agents": [_mean_row(agent_rows[0]["agent_id"], agent_rows, len(runs), key="agent_id")
                    for agent_rows in zip(*(run["agents"] for run in runs))],
         "runs": runs,
         **({"caps_cost": caps_cost(runs, without)} if without else {}),
     }
+
+
+def law_summary(scenario, runs, kpis):
+    """The report's first section (issue #52): the abandon rate as the law counts it, against the
+    limit (the scenario's abandon_limit, whether or not the run enforced it), for the floor ("*")
+    and each form_type: {"limit", "enforced", "form_types": [{"form_type", "rate" (mean and 95%
+    interval), "runs_over_limit" (share of runs whose rate was over the limit), "days_over_limit"
+    (mean and interval of each run's share of days over it)}]}."""
+    dialer = scenario.to_json()["dialer"]
+    limit = dialer["abandon_limit"]
+    rows = []
+    for name in ["*"] + sorted(key[len("abandon_rate["):-1] for key in kpis if key.startswith("abandon_rate[")):
+        suffix = "" if name == "*" else f"[{name}]"
+        rates = [run["kpis"][f"abandon_rate{suffix}"] for run in runs]
+        rows.append({"form_type": name, "rate": kpis[f"abandon_rate{suffix}"],
+                     "runs_over_limit": _share(sum(1 for rate in rates if rate is not None and rate > limit), len(runs)),
+                     "days_over_limit": kpis[f"days_over_limit{suffix}"]})
+    return {"limit": limit, "enforced": dialer["enforce_abandon_limit"], "form_types": rows}
 
 
 COST_FIGURES = ("calls", "leads_contacted", "contact_rate")
@@ -187,11 +233,13 @@ def summary(report):
     days = f"{scenario['days']} day{'s' if scenario['days'] > 1 else ''}"
     lines = [f"\nsimulated {days}, {scenario['agents']} agents, {scenario['leads']} leads, {scenario['mode']}, "
              f"engine {scenario['engine']}, {k} run{'s' if k > 1 else ''} from seed {scenario['seed']}", ""]
-    lines.append(f"{'figure':<34}{'mean':>12}{'95% interval' if k > 1 else '':>24}")
+    if "abandons" in report:
+        lines += _law_lines(report["abandons"], scenario, k) + [""]
+    lines.append(f"{'figure':<46}{'mean':>12}{'95% interval' if k > 1 else '':>24}")
     for name, figure in report["kpis"].items():
         mean = "-" if figure["mean"] is None else f"{figure['mean']:g}"
         spread = f"{figure['ci95_low']:g} .. {figure['ci95_high']:g}" if figure["ci95_low"] is not None else ""
-        lines.append(f"{name:<34}{mean:>12}{spread:>24}")
+        lines.append(f"{name:<46}{mean:>12}{spread:>24}")
     if "caps_cost" in report:
         cost = report["caps_cost"]
         lines += ["", "contact caps and retries per outcome (issue #50), the same seeds with and without them:",
@@ -213,12 +261,57 @@ def summary(report):
     return "\n".join(lines)
 
 
+def _law_lines(law, scenario, k):
+    """The summary's first table: the law's abandon rate per form_type against the limit."""
+    enforced = "enforced" if law["enforced"] else "not enforced in the runs"
+    lines = [f"abandon rate as the service and the law count it (hung up waiting, plus answered customers an agent "
+             f"took more than {scenario['dialer']['abandon_connect_seconds']} s after the answer); "
+             f"limit {law['limit']:.2%}, {enforced}:",
+             f"{'form_type':<24}{'rate':>10}{'95% interval' if k > 1 else '':>22}{'runs over':>14}{'days over':>12}"]
+    for row in law["form_types"]:
+        rate, days = row["rate"], row["days_over_limit"]
+        mean = "-" if rate["mean"] is None else f"{rate['mean']:.2%}"
+        spread = f"{rate['ci95_low']:.2%} .. {rate['ci95_high']:.2%}" if rate["ci95_low"] is not None else ""
+        runs_over = f"{round(row['runs_over_limit'] * k)}/{k}" if row["runs_over_limit"] is not None else "-"
+        days_over = "-" if days["mean"] is None else f"{days['mean']:.0%}"
+        lines.append(f"{'all' if row['form_type'] == '*' else row['form_type']:<24}{mean:>10}{spread:>22}"
+                     f"{runs_over:>14}{days_over:>12}")
+    return lines
+
+
+def _draw_law(axes, report, law):
+    """Each day's abandon rate (the law's count) per form_type, the mean of the runs, and the limit."""
+    rates = {}
+    for run in report["runs"]:
+        for row in run["abandon_days"]:
+            if row["answered"]:
+                rates.setdefault(row["form_type"], {}).setdefault(row["day"], []).append(row["rate"])
+    days = sorted({day for by_day in rates.values() for day in by_day})
+    for name in sorted(rates):
+        axes.plot(range(len(days)), [statistics.fmean(rates[name][day]) if day in rates[name] else None for day in days],
+                  marker="o", label="all form_types" if name == "*" else name, linewidth=2.5 if name == "*" else 1.5)
+    axes.axhline(law["limit"], color="red", linestyle="--", label=f"limit {law['limit']:.1%}")
+    axes.set_xticks(range(len(days)), days, fontsize=8)
+    axes.yaxis.set_major_formatter(lambda value, _: f"{value:.1%}")
+    axes.set_ylim(bottom=0)
+    axes.set_title("abandon rate per day as the law counts it (mean of the runs)")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper right", fontsize=8)
+
+
 def write_csv(report, directory):
-    """kpis.csv (name, mean, ci95_low, ci95_high), hours.csv and agents.csv (one row per run and
-    hour, or run and agent) in `directory`. Returns the paths written."""
+    """abandons.csv (predictive: the law's abandon rate per form_type, "*" the floor, against the
+    limit: the report's "abandons"), kpis.csv (name, mean, ci95_low, ci95_high), hours.csv and
+    agents.csv (one row per run and hour, or run and agent) in `directory`. Returns the paths written."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tables = {
+        **({"abandons.csv": [{"form_type": row["form_type"], "limit": report["abandons"]["limit"],
+                              **{f"rate_{key}": row["rate"][key] for key in ("mean", "ci95_low", "ci95_high")},
+                              "runs_over_limit": row["runs_over_limit"],
+                              **{f"days_over_limit_{key}": row["days_over_limit"][key]
+                                 for key in ("mean", "ci95_low", "ci95_high")}}
+                             for row in report["abandons"]["form_types"]]} if "abandons" in report else {}),
         "kpis.csv": [{"name": name, **{k: v for k, v in figure.items() if k != "values"}}
                      for name, figure in report["kpis"].items()],
         "hours.csv": [{"seed": run["seed"], **row} for run in report["runs"] for row in run["hours"]],
@@ -237,8 +330,9 @@ def write_csv(report, directory):
 
 
 def draw_chart(report, path):
-    """A PNG: calls and contacts per hour, agent states per hour (means over the runs), and the
-    first run's dial_status over time (matplotlib, no display needed)."""
+    """A PNG: predictive, first, the abandon rate of each day as the law counts it per form_type
+    against the limit (issue #52); calls and contacts per hour, agent states per hour (means over
+    the runs), and the first run's dial_status over time (matplotlib, no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -246,7 +340,11 @@ def draw_chart(report, path):
 
     hours = report["hours"]
     labels = [row["hour"][5:] for row in hours]
-    figure, (calls, states, leads) = plt.subplots(3, 1, figsize=(11, 11), dpi=100)
+    law = report.get("abandons")
+    figure, panels = plt.subplots(4 if law else 3, 1, figsize=(11, 14.5 if law else 11), dpi=100)
+    if law:
+        _draw_law(panels[0], report, law)
+    calls, states, leads = panels[-3:]
     positions = range(len(hours))
     calls.plot(positions, [row["calls"] for row in hours], marker="o", label="calls (dials started)")
     calls.plot(positions, [row["contacts"] for row in hours], marker="o", label="contacts (reached an agent)")

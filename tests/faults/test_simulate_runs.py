@@ -7,11 +7,13 @@ faults."""
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
 from conftest import cli
 from dialerapi import simulate as sim
+from dialerapi.simulate.report import summary, write_csv
 from test_simulate import SMALL, schemas_left
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
@@ -27,7 +29,7 @@ def test_two_runs_with_one_seed_give_identical_reports_and_leave_nothing_behind(
     sim.replicate(database_url, sim.load_scenario(None, **SMALL, seed=9, days=2))  # a different run between
     again = sim.replicate(database_url, predictive)
     assert json.dumps(first, default=str) == json.dumps(again, default=str)
-    assert first["kpis"]["calls"]["mean"] > 100 and first["kpis"]["abandoned"]["mean"] > 0
+    assert first["kpis"]["calls"]["mean"] > 100 and first["kpis"]["hung_up_waiting"]["mean"] > 0
 
     assert sql.lead("REAL-1") == real_before, "the simulator never touches the service's own leads"
     assert sql.one("SELECT * FROM sales_dialer_config") == config_before, "the scenario's config is the run's own"
@@ -79,7 +81,7 @@ def test_one_run_asked_for_in_the_file_says_its_figures_have_no_interval(databas
     assert report["scenario"]["skills"] == "all" and report["scenario"]["patience_seconds"] is None
     assert report["runs"][0]["agents"][5]["skills"] == ["home_loan"], "every agent has every skill"
     assert report["replications"] == 1 and report["kpis"]["calls"]["mean"] > 0
-    assert report["kpis"]["abandoned"]["mean"] == 0, "nobody hangs up waiting"
+    assert report["kpis"]["hung_up_waiting"]["mean"] == 0, "nobody hangs up waiting"
     assert report["kpis"]["calls"]["ci95_low"] is None and report["kpis"]["calls"]["ci95_high"] is None
 
 
@@ -108,9 +110,10 @@ def test_a_kept_run_shows_the_rules_at_work(database_url, sql, engine):
 
 
 @pytest.mark.parametrize("engine", ["library", "http"])
-def test_predictive_paces_each_skill_and_reports_it(database_url, engine):
+def test_predictive_paces_each_skill_and_reports_it(database_url, engine, tmp_path):
     """Issue #29: each form_type's group dials leads of its own form_type, and the report gives each
-    group's abandon rate (its abandoned over its answered) and the share of days it went over target."""
+    group's rate of customers who hung up waiting (its hung up over its answered) and the share of
+    days it went over target; issue #52: first, the law's count per group, from the call records."""
     scenario = sim.load_scenario(None, **{**SMALL, "agents": 8, "leads": 300}, days=2, mode="predictive",
                                  pacing="abandon", engine=engine, form_types={"home_loan": 2, "credit_card": 1},
                                  skills={"home_loan": 5, "credit_card": 4}, seed=3)
@@ -118,13 +121,36 @@ def test_predictive_paces_each_skill_and_reports_it(database_url, engine):
     run = report["runs"][0]
     kpis = run["kpis"]
     groups = ("credit_card", "home_loan")
-    assert {f"abandon_rate[{g}]" for g in groups} | {f"days_over_target[{g}]" for g in groups} <= set(kpis)
+    assert {f"hung_up_waiting_rate[{g}]" for g in groups} | {f"hung_up_waiting_days_over_target[{g}]" for g in groups} \
+        <= set(kpis)
     for group in groups:
-        assert 0 <= kpis[f"abandon_rate[{group}]"] <= 1
-        assert kpis[f"days_over_target[{group}]"] in (0, 0.5, 1), "a share of the run's 2 days"
+        assert 0 <= kpis[f"hung_up_waiting_rate[{group}]"] <= kpis[f"abandon_rate[{group}]"] <= 1, \
+            "the law counts every customer who hung up waiting, and late connects too"
+        assert kpis[f"hung_up_waiting_days_over_target[{group}]"] in (0, 0.5, 1), "a share of the run's 2 days"
+        assert kpis[f"days_over_limit[{group}]"] in (0, 0.5, 1)
         assert report["kpis"][f"abandon_rate[{group}]"]["values"] == [kpis[f"abandon_rate[{group}]"]]
-    assert kpis["abandoned"] == run["outcomes"].get("abandoned", 0)
+    assert kpis["hung_up_waiting"] == run["outcomes"].get("abandoned", 0)
+    assert kpis["abandons"] == kpis["hung_up_waiting"] + kpis["late_connects"]
     assert kpis["contacts"] > 0 and kpis["calls"] > 100
+    floor_days = [row for row in run["abandon_days"] if row["form_type"] == "*"]
+    assert kpis["abandon_rate"] == round(sum(row["abandoned"] for row in floor_days)
+                                         / sum(row["answered"] for row in floor_days), 4)
+
+    # Issue #52 item 1: every report leads with the law's count, against the limit.
+    assert list(report)[0] == "abandons"
+    law = report["abandons"]
+    assert law["limit"] == 0.03 and law["enforced"] is False
+    assert [row["form_type"] for row in law["form_types"]] == ["*", "credit_card", "home_loan"]
+    for row in law["form_types"]:
+        suffix = "" if row["form_type"] == "*" else f"[{row['form_type']}]"
+        assert row["rate"]["values"] == [kpis[f"abandon_rate{suffix}"]]
+        assert row["runs_over_limit"] == (1.0 if kpis[f"abandon_rate{suffix}"] > 0.03 else 0.0)
+        assert row["days_over_limit"]["values"] == [kpis[f"days_over_limit{suffix}"]]
+    text = summary(report)
+    assert text.index("abandon rate as the service and the law count it") < text.index("\nfigure ")
+    assert [Path(path).name for path in write_csv(report, tmp_path)][0] == "abandons.csv"
+    with open(tmp_path / "abandons.csv") as handle:
+        assert [row["form_type"] for row in csv.DictReader(handle)] == ["*", "credit_card", "home_loan"]
 
 
 def test_a_reckless_engine_held_by_the_abandon_limit_dials_progressively_and_stays_under_it(database_url):
@@ -137,8 +163,8 @@ def test_a_reckless_engine_held_by_the_abandon_limit_dials_progressively_and_sta
     on = sim.replicate(database_url, sim.load_scenario(None, **common, enforce_abandon_limit=True,
                                                        abandon_min_answered=0))["runs"][0]["kpis"]
     for group in ("credit_card", "home_loan"):
-        assert off[f"service_abandon_rate[{group}]"] > 0.06 and off[f"predictive_held[{group}]"] == 0
-        assert on[f"service_abandon_rate[{group}]"] <= 0.03 and on[f"service_days_over_target[{group}]"] == 0
+        assert off[f"abandon_rate[{group}]"] > 0.06 and off[f"predictive_held[{group}]"] == 0
+        assert on[f"abandon_rate[{group}]"] <= 0.03 and on[f"days_over_limit[{group}]"] == 0
         assert on[f"predictive_held[{group}]"] > 0
     assert on["contacts"] > 0.8 * off["contacts"], "held groups go on dialing, progressively"
 

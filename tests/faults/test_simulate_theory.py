@@ -67,7 +67,7 @@ def test_predictive_waits_and_abandons_match_erlang_a(database_url):
         patience_seconds={"exponential": 60}, files_outcome=1, during_call=0, callback_share=0, pushed_callbacks=0)
     report = sim.replicate(database_url, scenario)
     theory = ErlangA(arrivals=285 / 3600, service=1 / 120, agents=10, patience=1 / 60).metrics()
-    for figure, key in (("abandon_rate", "abandoned"), ("mean_wait_seconds", "mean_wait"),
+    for figure, key in (("hung_up_waiting_rate", "abandoned"), ("mean_wait_seconds", "mean_wait"),
                         ("waited_share", "waited"), ("occupancy", "occupancy")):
         measured = report["kpis"][figure]
         assert measured["ci95_low"] <= theory[key] <= measured["ci95_high"], (figure, measured, theory[key])
@@ -87,10 +87,10 @@ def test_two_skills_paced_apart_each_match_erlang_a(database_url):
     report = sim.replicate(database_url, scenario)
     for group, per_hour, agents in (("home_loan", 160, 6), ("credit_card", 80, 4)):
         theory = ErlangA(arrivals=per_hour / 3600, service=1 / 120, agents=agents, patience=1 / 60).metrics()
-        measured = report["kpis"][f"abandon_rate[{group}]"]
+        measured = report["kpis"][f"hung_up_waiting_rate[{group}]"]
         assert measured["ci95_low"] <= theory["abandoned"] <= measured["ci95_high"], (group, measured, theory)
     pooled = ErlangA(arrivals=240 / 3600, service=1 / 120, agents=10, patience=1 / 60).metrics()["abandoned"]
-    assert report["kpis"]["abandon_rate"]["ci95_high"] > pooled, "two small queues abandon more than one pool"
+    assert report["kpis"]["hung_up_waiting_rate"]["ci95_high"] > pooled, "two small queues abandon more than one pool"
     for run in report["runs"]:
         assert all(agent["skills"] in (["home_loan"], ["credit_card"]) for agent in run["agents"])
         assert run["not_dialed"] == {}, "dialing ahead: no dial is refused"

@@ -50,3 +50,28 @@ ORDER BY form_type, starts_at;
 -- report's rolling 24 hours; day rows are the compliance record and are kept.
 DELETE FROM dialerapi_abandon_counts
 WHERE (grain = 'm' AND starts_at < :minutes_before) OR (grain = 'h' AND starts_at < :hours_before);
+
+-- name: abandon_windows(minute_from, today, period, day_from, edge_minute, edge_hour, edge_hour_end)
+-- Each form_type's abandon counts of the last 15 minutes, today and the legal period, each
+-- "answered;abandoned;late_connects;machines", the rows of each window as floor.sql due_counts
+-- reads them; nothing else of the floor (rules.abandons.windows: the simulator's `abandon` pacing
+-- rule reads them each minute, issue #52). A form_type with no counts has no row.
+SELECT form_type,
+  CONCAT_WS(';', SUM(IF(in_15m, answered, 0)), SUM(IF(in_15m, abandoned, 0)), SUM(IF(in_15m, late_connects, 0)),
+            SUM(IF(in_15m, machines, 0))) AS window_15m,
+  CONCAT_WS(';', SUM(IF(in_today, answered, 0)), SUM(IF(in_today, abandoned, 0)), SUM(IF(in_today, late_connects, 0)),
+            SUM(IF(in_today, machines, 0))) AS window_today,
+  CONCAT_WS(';', SUM(IF(in_period, answered, 0)), SUM(IF(in_period, abandoned, 0)),
+            SUM(IF(in_period, late_connects, 0)), SUM(IF(in_period, machines, 0))) AS window_period
+FROM (SELECT form_type, answered, abandoned, late_connects, machines,
+             grain = 'm' AND starts_at >= :minute_from AS in_15m,
+             grain = 'd' AND starts_at = :today AS in_today,
+             (:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
+               OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
+               OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
+               AS in_period
+      FROM dialerapi_abandon_counts
+      WHERE (grain = 'm' AND starts_at >= LEAST(:minute_from, :edge_minute))
+         OR (grain = 'h' AND starts_at > :edge_hour) OR (grain = 'd' AND starts_at >= :day_from)) AS c
+GROUP BY form_type
+ORDER BY form_type;

@@ -43,3 +43,13 @@ FROM sales_master;
 
 -- name: sim_blocked_agents()
 SELECT id FROM sales_agents WHERE outbound_blocked = 1 ORDER BY id;
+
+-- name: sim_next_due(form_type, now, fallback_edge, fallback_never)^
+-- When time alone next makes a lead of form_type due to a predictive claim (simulate.pacing, issue
+-- #52): `due`, the earliest claim_due after :now of its claimable leads; `owned_due`, apart, the
+-- earliest due time of a personal callback (issue #40) that has not fallen back at :now, which is
+-- due to a predictive claim only at its fallback. NULL when there is none.
+SELECT MIN(IF(claim_bucket = 1 AND callback_agent_id IS NOT NULL, NULL, IF(claim_due > :now, claim_due, NULL))) AS due,
+       MIN(IF(claim_bucket = 1 AND callback_agent_id IS NOT NULL AND NOT :fallback_never, claim_due, NULL)) AS owned_due
+FROM sales_master FORCE INDEX (ix_claim_due)
+WHERE form_type = :form_type AND claim_bucket IN (1, 2, 3, 4) AND claim_due > :fallback_edge;
