@@ -5,6 +5,7 @@ work, pacing per skill, the abandon limit, personal callbacks) are in tests/faul
 run by `make faults` (issue #47: `make test` in under 5 minutes)."""
 
 from collections import Counter
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -13,6 +14,7 @@ from marshmallow import ValidationError
 from conftest import cli
 from dialerapi import simulate as sim
 from dialerapi.plumbing.config import database_params
+from dialerapi.rules import dialstate
 from dialerapi.simulate import engines, pacing
 from dialerapi.simulate.report import interval, summary
 
@@ -127,25 +129,30 @@ def test_runs_in_parallel_processes_give_the_figures_of_runs_one_after_another(d
     assert schemas_left(sql, database_url) == []
 
 
-def test_a_pacing_round_skips_only_claims_that_would_find_nothing(database_url, monkeypatch):
-    """Issue #52 item 3: once a group's predictive claim finds nothing due, its pacing rounds do not
-    ask again until a settle, a filing, the sweep, a new day, or the moment time alone makes a lead
-    due (a retry, a callback, a personal callback's fallback, the work window, the calling window).
-    The run is the one that asks every round, to the figure, with far fewer claims: a floor whose
-    leads run dry, with retries, callbacks (some personal), two call zones under a calling window
-    that opens during the run, and a contact cap on shared numbers."""
+@pytest.mark.parametrize("mode", ["predictive", "progressive"])
+def test_a_run_skips_only_claims_that_would_find_nothing(database_url, monkeypatch, mode):
+    """Issue #52 item 3: once a claim finds nothing due, a group's pacing rounds (predictive) or an
+    idle agent's polls (progressive) do not ask again until a settle, a filing, the sweep, a new
+    day, a change of the agent's block, or the moment time alone makes a lead due (a retry, a
+    callback, a personal callback's due time or fallback, the work window, the calling window); nor
+    does the blocking job check before a grace window ends. The run is the one that asks every
+    time, to the figure, with far fewer claims: a floor whose leads run dry, with retries,
+    callbacks (some personal), two call zones under a calling window that opens during the run,
+    and a contact cap on shared numbers."""
     claims = []
-    asked = engines.LibraryEngine.claim_predictive
+    for name in ("claim", "claim_predictive"):
+        asked = getattr(engines.LibraryEngine, name)
 
-    def counted(engine, ahead, form_type=None):
-        claims.append(form_type)
-        return asked(engine, ahead, form_type)
+        def counted(engine, *args, asked=asked, **kwargs):
+            claims.append(args)
+            return asked(engine, *args, **kwargs)
 
-    monkeypatch.setattr(engines.LibraryEngine, "claim_predictive", counted)
+        monkeypatch.setattr(engines.LibraryEngine, name, counted)
     scenario = sim.load_scenario(
-        None, **{**SMALL, "leads": 60, "hours": 2.0, "pushed_callbacks": 0.2}, seed=21, mode="predictive",
+        None, **{**SMALL, "leads": 60, "hours": 2.0, "pushed_callbacks": 0.2}, seed=21, mode=mode,
         pacing="abandon", form_types={"home_loan": 2, "credit_card": 1}, skills={"home_loan": 4, "credit_card": 3},
-        callback_share=0.5, personal_callback_share=0.5, retry_seconds=300,
+        callback_share=0.5, personal_callback_share=0.8, callback_in_minutes=[5, 20], retry_seconds=300,
+        claim_retry_seconds=10,
         phone_zones={"IN": 3, "US-Eastern": 1}, obey_calling_window=True, calling_window_start="09:30",
         shared_phone_share=0.3, contact_caps=[{"name": "two-an-hour", "max": 2, "per": "1h"}])
     skipping = sim.run(database_url, scenario)
@@ -155,7 +162,7 @@ def test_a_pacing_round_skips_only_claims_that_would_find_nothing(database_url, 
     asking = sim.run(database_url, scenario)
     assert skipping == asking
     assert skipping["kpis"]["calls"] > 50 and skipping["callbacks"]["personal"]["due"] > 0
-    assert skipping["contact"]["held_by_caps"] > 0
+    assert skipping["contact"]["held_by_caps"] > 0 and skipping["kpis"]["blocked_minutes"] > 0
     assert skipped_claims < len(claims) / 2, (skipped_claims, len(claims))
 
 
@@ -191,3 +198,15 @@ def test_the_abandon_rule_steers_on_each_of_the_laws_windows(over, in_flight, an
     floor._adapt()
     assert floor.ratios == {"home_loan": round(2.0 + step, 2), "credit_card": 2.05}, "no counts yet: nothing over"
     assert floor.progressive == ({"home_loan"} if progressive else set()), "credit_card is clear"
+
+
+def test_a_fixed_config_is_answered_without_a_read_inside_its_block_only(run):
+    """Issue #52: the simulator reads its run schema's settings once (states.fixed_config); inside
+    the block load_config answers them without touching the connection, outside it reads again."""
+    stored = run(dialstate.load_config)
+    fixed = replace(stored, max_tries=stored.max_tries + 1)
+    with dialstate.fixed_config(fixed):
+        assert dialstate.load_config(None) is fixed
+    assert run(dialstate.load_config) == stored
+    with pytest.raises(AttributeError):
+        dialstate.load_config(None)

@@ -109,54 +109,67 @@ class Pacing:
                     if not self._held(group, refusal) and claimed is not None:
                         self._dial(claimed)
                     if claimed is None:
-                        self._note_dry(group, refusal)
+                        self._note_dry(group, refusal, [group])
                         break
         self._claim_held()
 
     # --- claims known to find nothing (issue #52) --------------------------------------------------------
-    # A pacing round asks each group with free agents for a call every PACE_SECONDS; once its leads
-    # are used up, most rounds of a campaign find nothing due, and those claims were most of a run's
-    # time. After a claim finds nothing, the group does not ask again until something could change
-    # the answer: a change of the leads (a settle, a CRM filing, the sweep applying one, a new day:
-    # _leads_changed) or the moment time alone makes one due (_next_due). Skipping is exact: the
-    # figures of a run are those of asking every time (tests/test_simulate.py). Only while the
-    # abandon limit is off: its windows move with time, and a skipped claim could not tell a hold.
+    # A pacing round asks each group with free agents for a call every PACE_SECONDS, and an idle agent
+    # dialing progressively asks every claim_retry_seconds; once the leads are used up, most of those
+    # claims find nothing, and they were most of a run's time. After a claim finds nothing, the group
+    # (or the agent) does not ask again until something could change the answer: a change of its
+    # leads (a settle, a CRM filing, the sweep applying one, a new day: _leads_changed) or the
+    # moment time alone makes one due (_next_due). An agent's block changes only its refusal, which
+    # the floor already mirrors from the blocking job and the late filing.
+    # An agent whose claim is skipped polls again as after a claim that found nothing. Skipping is
+    # exact: the figures of a run are those of asking every time (tests/test_simulate.py). Only while
+    # the abandon limit is off: its windows move with time, and a skipped claim could not tell a hold.
 
-    def _known_dry(self, group):
-        if group not in self.dry:
+    def _known_dry(self, key):
+        """Whether the claim of `key` (a group's form_type, or an agent's id) is known to find nothing now."""
+        if key not in self.dry:
             return False
-        until = self.dry[group]
+        until = self.dry[key]
         if until is not None and self.t >= until:
-            del self.dry[group]
+            del self.dry[key]
             return False
         return True
 
-    def _note_dry(self, group, refusal):
+    def _note_dry(self, key, refusal, form_types):
+        """The claim of `key` over `form_types` found nothing (a refusal is not that): until when."""
         if SKIP_FUTILE and refusal is None and not self.config.enforce_abandon_limit:
-            self.dry[group] = self._next_due(group)
+            ends = [self._next_due(form_type, own=not isinstance(key, str)) for form_type in form_types]
+            finite = [end for end in ends if end is not None]
+            self.dry[key] = min(finite) if finite else None
 
     def _leads_changed(self, form_type=None):
-        """A lead of `form_type` (None: of any) changed: its group asks again on its next round."""
+        """A lead of `form_type` (None: of any) changed: its group, and the agents with its skill,
+        ask again on their next claim."""
         if form_type is None:
             self.dry.clear()
-        else:
-            self.dry.pop(form_type, None)
+            return
+        self.dry.pop(form_type, None)
+        for agent in self.agents.values():
+            if form_type in agent.skills:
+                self.dry.pop(agent.id, None)
 
-    def _next_due(self, group):
-        """The second at which time alone may next make a lead of `group` due to a predictive claim,
-        or None: its next claim_due, a personal callback's fallback, the next edge of the work
-        window while callbacks wait for it, and the next minute while the calling window is obeyed
-        (the calling window and the call zones' offsets are whole minutes; one with seconds gives
-        the next second)."""
+    def _next_due(self, group, own=False):
+        """The second at which time alone may next make a lead of `group` due to a predictive claim
+        (`own`: to an agent's progressive claim, which takes its own personal callbacks when due),
+        or None: its next claim_due, a personal callback's fallback (`own`: its due time, as early
+        as any fallback), the next edge of the work window while callbacks wait for it, and the
+        next minute while the calling window is obeyed (the calling window and the call zones'
+        offsets are whole minutes; one with seconds gives the next second)."""
         config = self.config
         row = self.db.run(queries.sim_next_due, form_type=group, now=self.now,
                           **callbacks.fallback_params(self.now, config, self.tz))
         moments = [row["due"]]
         if row["owned_due"] is not None:
-            moments.append(callbacks.fallback_at(row["owned_due"], config.personal_callback_fallback_minutes, self.tz))
+            moments.append(row["owned_due"] if own else
+                           callbacks.fallback_at(row["owned_due"], config.personal_callback_fallback_minutes, self.tz))
         if config.outbound_obey_work_hours:
             moments += [self._next_wall(edge) for edge in (config.work_start, config.work_end)]
-        seconds = [self._second(moment) for moment in moments if moment is not None]
+        seconds = [max(self.t + 1, self._second(moment)) for moment in moments if moment is not None]
         if config.obey_calling_window:
             edges = (config.calling_window_start, config.calling_window_end)
             whole_minutes = all(edge.second == 0 and edge.microsecond == 0 for edge in edges)
