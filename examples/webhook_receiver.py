@@ -25,6 +25,13 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 MAX_BODY = 256 * 1024
 
 
+class Server(ThreadingHTTPServer):
+    """The dispatcher opens up to 32 connections to one endpoint at once; Python's default listen
+    backlog of 5 resets some of them, and each reset is an attempt retried with backoff."""
+
+    request_queue_size = 128
+
+
 class Store:
     """The events received, one JSON line each, and the ids already stored (to drop repeats)."""
 
@@ -84,7 +91,7 @@ def main():
     parser.add_argument("--out", default="events.jsonl", help="JSON lines file of the events received")
     args = parser.parse_args()
     webhook = Webhook(os.environ["WEBHOOK_SECRET"])
-    server = ThreadingHTTPServer((args.host, args.port), handler(webhook, Store(args.out)))
+    server = Server((args.host, args.port), handler(webhook, Store(args.out)))
     print(f"listening on http://{args.host}:{server.server_port}/", flush=True)
     server.serve_forever()
 
