@@ -193,11 +193,48 @@ def test_the_abandon_rule_steers_on_each_of_the_laws_windows(over, in_flight, an
     floor.config = SimpleNamespace(abandon_min_answered=50)  # the scenario's [dialer] default
     floor.held, floor.progressive, floor.count, floor.agents = set(), {"credit_card"}, Counter(), {}
     floor.in_flight = Counter(home_loan=in_flight)
+    floor.windows, floor.read_pending, floor.dialed_since = {}, Counter(), Counter()
     floor.at = lambda *_: None
     assert aim == 0.024
     floor._adapt()
     assert floor.ratios == {"home_loan": round(2.0 + step, 2), "credit_card": 2.05}, "no counts yet: nothing over"
     assert floor.progressive == ({"home_loan"} if progressive else set()), "credit_card is clear"
+
+
+@pytest.mark.parametrize("dialed_since, claims_asked, progressive", [(0, 1, set()), (1, 0, {"home_loan"})])
+def test_the_abandon_rule_counts_the_calls_dialed_since_its_last_read(dialed_since, claims_asked, progressive):
+    """Issue #52 item 2: between two reads of the windows (each minute) a pacing round asks the
+    look-ahead again, counting the group's predictive calls dialed since the read as abandons too:
+    23 abandons of 1,000 answered leave room for the next call ((23 + 1) / 1,001 <= 2.4%) but not
+    for one more ((23 + 2) / 1,002 > 2.4%). Asked only at each read, the calls of the minute after
+    it took a small skill's run over the target (docs/campaign-three-skills.toml, seed 13: 3.03%)."""
+    asked, claimed_by = [], []
+
+    class Engine:
+        def abandons(self):
+            today = {"answered": 1000, "abandoned": 23, "rate": 0.023}
+            return {"home_loan": {"windows": {"15m": {"answered": 0, "abandoned": 0, "rate": 0.0},
+                                              "today": today, "period": today}}}
+
+        def claim_predictive(self, ahead, form_type):
+            asked.append(form_type)
+            return None, "not_due"  # a refusal: no skipping to reckon with
+
+    floor = pacing.Pacing()
+    floor.open, floor.t, floor.groups, floor.ratios = True, 0, ["home_loan"], {"home_loan": 2.0}
+    floor.scenario, floor.engine = sim.load_scenario(None, target_abandon=0.03, pacing="abandon"), Engine()
+    floor.config = SimpleNamespace(abandon_min_answered=50, enforce_abandon_limit=False)
+    floor.held, floor.progressive, floor.count, floor.dry = set(), set(), Counter(), {}
+    floor.agents = {1: SimpleNamespace(id=1, state="idle", blocked=False, skills=("home_loan",))}
+    floor.in_flight, floor.windows, floor.read_pending, floor.dialed_since = Counter(), {}, Counter(), Counter()
+    floor.at = lambda *_: None
+    floor._claim = lambda agent: claimed_by.append(agent.id)
+    floor._adapt()
+    assert floor.progressive == set()
+    floor.dialed_since["home_loan"] = dialed_since
+    floor._pace()
+    assert len(asked) == claims_asked and floor.progressive == progressive
+    assert claimed_by == ([1] if progressive else []), "a progressive group's free agent claims for itself"
 
 
 def test_a_fixed_config_is_answered_without_a_read_inside_its_block_only(run):

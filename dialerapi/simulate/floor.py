@@ -407,6 +407,7 @@ class Floor(Pacing, CrmFilings):
         self.live.add(call.oli_id)
         if agent is None:
             self.in_flight[call.form_type] += 1
+            self.dialed_since[call.form_type] += 1
         self.count["dialed"] += 1
         self._check_lawful(claimed.oli_id)
         self.bucket()["calls"] += 1

@@ -50,6 +50,11 @@ class Pacing:
         self.next_arrival = {}
         self.dry = {}  # group -> the second until which its predictive claim finds nothing (None: no end)
         self.progressive = set()  # groups the `abandon` rule has dialing progressively (over its aim)
+        # The `abandon` rule's last read of each group's windows, its calls not yet with an agent
+        # then, and its predictive calls dialed since: what an engine knows between two reads.
+        self.windows = {}
+        self.read_pending = Counter()
+        self.dialed_since = Counter()
 
     def _bridge_waiting(self, answered=None):
         """Bridge every waiting customer, oldest first, whose lead's skill some free agent has, and
@@ -104,6 +109,9 @@ class Pacing:
                 # A held group asks once a round whether the limit still holds it.
                 for _ in range(max(0, wanted) if group not in self.held else 1):
                     if self._known_dry(group):
+                        break
+                    if self._would_pass(group):
+                        self.progressive.add(group)
                         break
                     claimed, refusal = self.engine.claim_predictive(False, group)
                     if not self._held(group, refusal) and claimed is not None:
@@ -220,11 +228,12 @@ class Pacing:
         aim = AIM * self.scenario.target_abandon
         rates = self.engine.abandons()
         for group in self.groups:
-            windows = rates[group]["windows"] if group in rates else {}
+            windows = self.windows[group] = rates[group]["windows"] if group in rates else {}
+            self.read_pending[group], self.dialed_since[group] = self.in_flight[group], 0
             over = {name for name in ADAPT_WINDOWS if name in windows and windows[name]["rate"] > aim}
             step = -0.1 if over else 0.05
             self.ratios[group] = min(RATIO_BOUNDS[1], max(RATIO_BOUNDS[0], round(self.ratios[group] + step, 2)))
-            if any(self._would_pass(windows[name], group, aim) for name in CEILING_WINDOWS if name in windows):
+            if self._would_pass(group):
                 self.progressive.add(group)
                 self.count[f"paced_progressive[{group}]"] += 1
             else:
@@ -232,15 +241,20 @@ class Pacing:
         self._claim_held()
         self.at(self.t + ADAPT_SECONDS, self._adapt)
 
-    def _would_pass(self, window, group, aim):
-        """True when the window's rate would be over `aim` if the group's calls not yet with an agent
-        and its next call were all abandons, once it holds abandon_min_answered answered calls: the
-        service limit's look-ahead (abandons.over_limit), held to the aim. Without it a run ended
-        over the target when its last hours' few answered calls met the abandons already dialed."""
-        if window["answered"] < self.config.abandon_min_answered:
-            return False
-        pending = self.in_flight[group] + 1
-        return (window["abandoned"] + pending) / (window["answered"] + pending) > aim
+    def _would_pass(self, group):
+        """True when the group's rate over the day or the period (CEILING_WINDOWS, as last read)
+        would be over the aim if its calls not yet with an agent at that read, those it dialed
+        since and its next call were all abandons, in a window holding abandon_min_answered
+        answered calls: the service limit's look-ahead (abandons.over_limit), held to the aim.
+        Without it a run ended over the target when its last hours' few answered calls met the
+        abandons already dialed; asked only at each read, the calls of the minute after it took a
+        small skill's run over (issue #52: 1 run of 20)."""
+        aim = AIM * self.scenario.target_abandon
+        pending = self.read_pending[group] + self.dialed_since[group] + 1
+        windows = self.windows.get(group, {})
+        return any(windows[name]["answered"] >= self.config.abandon_min_answered
+                   and (windows[name]["abandoned"] + pending) / (windows[name]["answered"] + pending) > aim
+                   for name in CEILING_WINDOWS if name in windows)
 
     def _start_arrivals(self):
         for group in self.groups:
