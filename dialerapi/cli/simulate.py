@@ -1,5 +1,6 @@
 """`dialerapi simulate`: a campaign played on a virtual clock in its own schema (docs/simulator.md)."""
 
+import itertools
 import json
 import os
 
@@ -110,20 +111,19 @@ def simulate(scenario_file, json_path, csv_dir, chart, keep, jobs, **options):
         click.echo("one run: the figures get no 95% interval (--replications 2 or more)", err=True)
     stderr = click.get_text_stream("stderr")
     with click.progressbar(length=scenario.replications, label="simulating", file=stderr) as bar:
-        ended = []
+        ended = itertools.count(1)
 
         def done(run):
             # A bar only draws on a terminal; a log or a CI job gets a line per run instead.
-            ended.append(run["seed"])
+            number = next(ended)
             if stderr.isatty():
                 bar.update(1)
             else:
-                click.echo(f"simulating: run {len(ended)} of {scenario.replications} done (seed {run['seed']})",
-                           err=True)
+                click.echo(f"simulating: run {number} of {scenario.replications} done (seed {run['seed']})", err=True)
 
         try:
             report = sim.replicate(current_app.config["DATABASE_URL"], scenario, keep=keep, done=done,
-                                   jobs=min(jobs, scenario.replications))
+                                   jobs=jobs)
         except sim.SandboxError as exc:
             raise click.ClickException(str(exc)) from None
     if json_path:

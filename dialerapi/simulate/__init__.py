@@ -94,7 +94,7 @@ def replicate(database_url, scenario, *, keep=False, done=None, jobs=1):
     seeded = [replace(scenario, seed=scenario.seed + k) for k in range(scenario.replications)]
     plays = seeded + ([replace(play, contact_caps=[], retries={}) for play in seeded]
                       if scenario.contact_caps or scenario.retries else [])
-    if jobs <= 1:
+    if min(jobs, len(plays)) <= 1:
         results = []
         for play in plays:
             results.append(run(database_url, play, keep=keep))
@@ -110,7 +110,7 @@ def _in_processes(database_url, plays, keep, jobs, done, reported):
     `done` is told of each of the first `reported` as it ends. Spawned, not forked: a child starts
     with no connection, thread or clock of this process."""
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(plays)), mp_context=context) as pool:
         futures = {pool.submit(run, database_url, play, keep=keep): index for index, play in enumerate(plays)}
         results = [None] * len(plays)
         for future in as_completed(futures):

@@ -371,11 +371,12 @@ class Floor(Pacing, CrmFilings):
     def _claim(self, agent):
         if not self.open or agent.state != "idle":
             return
-        claimed, refusal = (None, None) if self._known_dry(agent.id) else self.engine.claim(agent.id)
+        dry = self._known_dry(agent.id)
+        claimed, refusal = (None, None) if dry else self.engine.claim(agent.id)
         if claimed is None:
             if refusal == "outbound_blocked":
                 self._set_blocked(agent, True)
-            if not self._known_dry(agent.id):
+            if not dry:
                 self._note_dry(agent.id, refusal, agent.skills)
             agent.poll += 1
             self.at(self.t + self.scenario.claim_retry_seconds, self._poll, agent, agent.poll)

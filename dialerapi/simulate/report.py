@@ -15,8 +15,9 @@ from scipy import stats
 from dialerapi.rules import abandons
 
 STATES = ("ringing", "talk", "wrap", "idle", "blocked")
-SHARES = ("abandon_rate", "days_over_limit", "hung_up_waiting_rate", "waited_share", "occupancy", "late_filing_share", "callbacks_on_time_share",
-          "personal_callbacks_on_time_share", "ordinary_callbacks_on_time_share", "penetration", "contact_rate")
+SHARES = ("abandon_rate", "days_over_limit", "hung_up_waiting_rate", "waited_share", "occupancy", "late_filing_share",
+          "callbacks_on_time_share", "personal_callbacks_on_time_share", "ordinary_callbacks_on_time_share", "penetration",
+          "contact_rate")
 
 
 def _share(part, whole):
