@@ -54,7 +54,8 @@ def create_app(config=None):
     _configure_logging(app.config["LOG_LEVEL"])
 
     app.extensions["dialerapi.db"] = Database(
-        app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"], app.config["DB_CAUSAL_READS"], app.config["DB_POOL_MAX"])
+        app.config["DATABASE_URL"], app.config["DB_POOL_SIZE"], app.config["DB_CAUSAL_READS"], app.config["DB_POOL_MAX"],
+        app.config["DB_SEND_BEGIN"])
     app.extensions["dialerapi.health"] = HealthState()
     app.extensions["dialerapi.events"] = EventHub(app)
     app.config.setdefault("SOCK_SERVER_OPTIONS", SERVER_OPTIONS)

@@ -15,9 +15,10 @@ from dialerapi.plumbing.config import database_nodes, url_with_nodes
 from dialerapi.plumbing.db import Conflict, Database, DatabaseUnavailable
 
 
-@pytest.fixture
-def db(database_url):
-    database = Database(database_url, pool_size=2)
+@pytest.fixture(params=[True, False], ids=["begin", "implicit_begin"])
+def db(database_url, request):
+    """A pool that sends BEGIN (the service's default) or not (DB_SEND_BEGIN off: the simulator)."""
+    database = Database(database_url, pool_size=2, send_begin=request.param)
     yield database
     database.close()
 
@@ -247,3 +248,21 @@ def test_a_literal_refuses_what_the_session_might_escape_otherwise(value):
         db_module.Literal(value)
     with pytest.raises(TypeError):
         db_module.Literal.joined(("Pending", value))
+
+
+def test_a_transaction_without_begin_costs_one_round_trip_less(db, monkeypatch, request):
+    """Issue #52: with DB_SEND_BEGIN off, on a plain MariaDB, BEGIN is not sent (db._implicit_begin):
+    with autocommit off the server starts the transaction at its first statement anyway, so the
+    work and its COMMIT are all that travel. The tests above hold the transactions whole both ways."""
+    sent = []
+    original = pymysql.connections.Connection._execute_command
+
+    def recording(self, command, sql):
+        sent.append(sql.decode() if isinstance(sql, bytes) else sql)
+        return original(self, command, sql)
+
+    db.run(connection_id)
+    monkeypatch.setattr(pymysql.connections.Connection, "_execute_command", recording)
+    db.run(connection_id)
+    begin = ["BEGIN"] if request.node.callspec.params["db"] else []
+    assert sent == begin + ["SELECT CONNECTION_ID() AS id", "COMMIT"]

@@ -5,6 +5,7 @@ work, pacing per skill, the abandon limit, personal callbacks) are in tests/faul
 run by `make faults` (issue #47: `make test` in under 5 minutes)."""
 
 from collections import Counter
+from contextlib import closing
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -14,9 +15,11 @@ from marshmallow import ValidationError
 from conftest import cli
 from dialerapi import simulate as sim
 from dialerapi.plumbing.config import database_params
+from dialerapi.plumbing.db import connect
 from dialerapi.rules import dialstate
 from dialerapi.simulate import engines, pacing
 from dialerapi.simulate.report import interval, summary
+from dialerapi.simulate.sandbox import local_socket, schema_url
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
 pytestmark = pytest.mark.slow
@@ -247,3 +250,20 @@ def test_a_fixed_config_is_answered_without_a_read_inside_its_block_only(run):
     assert run(dialstate.load_config) == stored
     with pytest.raises(AttributeError):
         dialstate.load_config(None)
+
+
+def test_a_run_on_the_servers_host_reaches_its_schema_over_the_unix_socket(database_url, sql):
+    """Issue #52: a run's schema URL names the server's socket when DATABASE_URL reaches it over
+    loopback TCP and the same user opens the schema there (the project's MariaDB: root@localhost),
+    and keeps TCP otherwise: a URL that names a socket already, or a host that is not loopback."""
+    name = database_params(database_url)["database"]
+    path = local_socket(database_url, name)
+    assert path and path == sql.one("SELECT @@socket AS socket")["socket"]
+    url = schema_url(database_url, name, path)
+    with closing(connect(url)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT USER() AS user")
+        assert conn.unix_socket == path and cur.fetchone()["user"].endswith("@localhost")
+    assert local_socket(url, name) is None, "a socket named already is kept"
+    elsewhere = database_url.replace("127.0.0.1", "db.example.invalid", 1)
+    assert local_socket(elsewhere, name) is None, "a host that is not loopback is not asked"
+    assert local_socket(database_url, "no_such_schema_here") is None, "the socket must open the schema"

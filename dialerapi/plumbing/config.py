@@ -278,6 +278,11 @@ SETTINGS = {
         "On a Galera cluster, every transaction first waits until its node has applied what the cluster "
         "committed before (`wsrep_sync_wait = 1`), so a request reads another host's write (issue #19). "
         "Ignored off Galera."),
+    "DB_SEND_BEGIN": Setting(
+        "true", _flag,
+        "Open each transaction with `BEGIN`. `false` saves that round trip on a plain MariaDB: with "
+        "autocommit off the server starts the transaction at its first statement anyway (issue #52; "
+        "the simulator's runs set it). A Galera node always gets `BEGIN`, where causal reads wait."),
     "WS_MAX_SOCKETS": Setting(
         "2000", _positive_int,
         "The most agent sockets (`/ws`) one host (one gunicorn) holds at once; past it a new socket gets "

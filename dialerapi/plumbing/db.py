@@ -11,6 +11,7 @@ of DATABASE_URL.
 import itertools
 import logging
 import random
+import select
 import time
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -113,14 +114,15 @@ def session_params(url, connect_timeout=5, io_timeout=60):
     return params
 
 
-def connect_ready(nodes, causal_reads=True, **params):
+def connect_ready(nodes, causal_reads=True, send_begin=True, **params):
     """A new PyMySQL connection to the first of `nodes` ((host, port) pairs) that is ready for work.
 
     A Galera node is ready when wsrep_ready is ON (it is in the Primary component and takes
     statements); a node cut off from the cluster still answers `SELECT 1` but refuses every table,
     so it is passed over. On a Galera node with `causal_reads` the session waits, at each BEGIN and
     SELECT, until the node has applied every write the cluster committed before (wsrep_sync_wait = 1),
-    so a request reads what another host just wrote. `params` are session_params(). Raises pymysql OperationalError 2003 naming why each node was refused.
+    so a request reads what another host just wrote. Without `send_begin`, begin() sends nothing
+    off Galera (_implicit_begin). `params` are session_params(). Raises pymysql OperationalError 2003 naming why each node was refused.
     """
     refusals = []
     for host, port in nodes:
@@ -138,6 +140,8 @@ def connect_ready(nodes, causal_reads=True, **params):
                 continue
             if state["wsrep_on"] and causal_reads:
                 queries.wait_for_causality(conn)
+            if not send_begin and not state["wsrep_on"]:
+                conn.begin = _implicit_begin
         except pymysql.MySQLError as exc:
             refusals.append(f"{host}:{port} {exc.args[-1] if exc.args else exc}")
             with suppress(Exception):
@@ -147,6 +151,15 @@ def connect_ready(nodes, causal_reads=True, **params):
         conn.encoders[Literal] = _literal_sql
         return conn
     raise pymysql.err.OperationalError(2003, "no database node is ready: " + "; ".join(refusals))
+
+
+def _implicit_begin():
+    """BEGIN without a round trip, on a plain MariaDB with DB_SEND_BEGIN off (connect_ready): with
+    autocommit off the server starts a transaction at its first statement anyway (issue #52: BEGIN
+    was a fifth of a simulated run's round trips). DBUtils still takes begin() as the start of a
+    transaction and never replaces the connection inside one. A Galera node gets BEGIN, where
+    causal reads wait. Set on the connection, not by a subclass: DBUtils finds the DB-API module
+    by the connection's class."""
 
 
 class Literal:
@@ -205,7 +218,7 @@ class Database:
     `nodes` are the (host, port) pairs of the URL in order of preference; `host` is the first's.
     """
 
-    def __init__(self, url, pool_size=16, causal_reads=True, max_connections=0):
+    def __init__(self, url, pool_size=16, causal_reads=True, max_connections=0, send_begin=True):
         self.url = url
         self.nodes = database_nodes(url)
         self.host = self.nodes[0][0]
@@ -218,7 +231,7 @@ class Database:
         self.pool = PooledDB(
             creator=connect_ready, mincached=0, maxcached=pool_size, maxconnections=max_connections,
             blocking=True, ping=0, reset=False, isfatal=is_node_error,
-            nodes=self.nodes, causal_reads=causal_reads,
+            nodes=self.nodes, causal_reads=causal_reads, send_begin=send_begin,
             **session_params(url, connect_timeout=2 if len(self.nodes) > 1 else 5),
         )
 
@@ -298,11 +311,16 @@ def _begin(conn, snapshot=False):
     """BEGIN on a pooled connection, reopened first if the server dropped it while it sat in the pool;
     with `snapshot`, REPEATABLE READ for this transaction only.
 
-    A restart or wait_timeout closes idle connections server-side. BEGIN is the first statement a
-    connection carries in a transaction, so one the server closed fails there (CONNECTION_LOST),
-    before anything was done, and is safe to replace: DBUtils reopens a connection whose rollback
-    fails, on the first ready node. Raises the second failure when no node is ready.
+    A restart, wait_timeout or KILL closes idle connections server-side, which then have something
+    to read though nothing was asked (the server's error packet, the end of the stream): such a
+    connection is replaced before the work runs, without a round trip (_dropped). Otherwise one
+    that sends BEGIN fails there (CONNECTION_LOST), before anything was done, and is replaced too:
+    DBUtils reopens a connection whose rollback fails, on the first ready node. Raises the second
+    failure when no node is ready. Without BEGIN (_implicit_begin) a drop nothing showed yet fails
+    the work's first statement, and Database.run runs the work again on the next ready node.
     """
+    if _dropped(conn):
+        _discard(conn)
     try:
         _start(conn, snapshot)
     except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
@@ -310,6 +328,15 @@ def _begin(conn, snapshot=False):
             raise
         _discard(conn)
         _start(conn, snapshot)
+
+
+def _dropped(conn):
+    """True when the server has sent something on this idle connection, or it has no socket."""
+    sock = getattr(conn.dbapi_connection, "_sock", None)
+    if sock is None:
+        return True
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)
 
 
 def _start(conn, snapshot):

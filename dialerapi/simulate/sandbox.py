@@ -7,30 +7,55 @@ changed `sales_dialer_config` (issue #18). The database user needs CREATE and DR
 """
 
 import logging
+import os
 import re
 import secrets
 from contextlib import closing, contextmanager
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pymysql
 
 from dialerapi.plumbing import migrate
-from dialerapi.plumbing.config import database_params
+from dialerapi.plumbing.config import database_nodes, database_params
 from dialerapi.plumbing.db import connect, queries
 
 log = logging.getLogger(__name__)
 
 NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 class SandboxError(Exception):
     """The run's schema could not be created (privileges, or a database name we will not quote)."""
 
 
-def schema_url(database_url, name):
-    """`database_url` naming the schema `name` instead."""
+def schema_url(database_url, name, unix_socket=None):
+    """`database_url` naming the schema `name` instead, reached over `unix_socket` when given."""
     parts = urlsplit(database_url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
+    query = parts.query
+    if unix_socket:
+        query = "&".join(filter(None, [query, f"unix_socket={quote(unix_socket, safe='/')}"]))
+    return urlunsplit(parts._replace(path=f"/{name}", query=query))
+
+
+def local_socket(database_url, name):
+    """The server's Unix socket, when `database_url` reaches one node over loopback TCP and its
+    credentials open the schema `name` over the socket too (the server may know the user at
+    'localhost' apart); None otherwise. A run is about 190,000 round trips, and over the socket
+    each costs both sides less than over TCP (issue #52)."""
+    params = database_params(database_url)
+    if "unix_socket" in params or len(database_nodes(database_url)) > 1 or params["host"] not in LOOPBACK:
+        return None
+    with closing(connect(database_url)) as conn:
+        path = queries.sim_server_socket(conn)["socket"]
+    if not path or not os.path.exists(path):
+        return None
+    try:
+        pymysql.connect(unix_socket=path, user=params["user"], password=params["password"], database=name,
+                        connect_timeout=2).close()
+    except (pymysql.MySQLError, OSError):
+        return None
+    return path
 
 
 def _ddl(database_url, statement):
@@ -52,8 +77,8 @@ def sandbox(database_url, dialer, keep=False):
     except pymysql.err.OperationalError as exc:
         raise SandboxError(f"cannot create the simulation schema {name}: {exc.args[-1]} "
                            f"(grant CREATE, DROP on `{name.rsplit('_sim_', 1)[0]}_sim_%`.*)") from None
-    url = schema_url(database_url, name)
     try:
+        url = schema_url(database_url, name, local_socket(database_url, name))
         migrate.upgrade(url)
         with closing(connect(url)) as conn:
             queries.sim_set_dialer_config(conn, **dialer)

@@ -53,3 +53,7 @@ SELECT MIN(IF(claim_bucket = 1 AND callback_agent_id IS NOT NULL, NULL, IF(claim
        MIN(IF(claim_bucket = 1 AND callback_agent_id IS NOT NULL AND NOT :fallback_never, claim_due, NULL)) AS owned_due
 FROM sales_master FORCE INDEX (ix_claim_due)
 WHERE form_type = :form_type AND claim_bucket IN (1, 2, 3, 4) AND claim_due > :fallback_edge;
+
+-- name: sim_server_socket()^
+-- The server's Unix socket file ('' or NULL: none), for a run on the same host (simulate.sandbox).
+SELECT @@socket AS socket;
