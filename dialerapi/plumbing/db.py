@@ -311,15 +311,16 @@ def _begin(conn, snapshot=False):
     """BEGIN on a pooled connection, reopened first if the server dropped it while it sat in the pool;
     with `snapshot`, REPEATABLE READ for this transaction only.
 
-    A restart, wait_timeout or KILL closes idle connections server-side, which then have something
-    to read though nothing was asked (the server's error packet, the end of the stream): such a
-    connection is replaced before the work runs, without a round trip (_dropped). Otherwise one
-    that sends BEGIN fails there (CONNECTION_LOST), before anything was done, and is replaced too:
-    DBUtils reopens a connection whose rollback fails, on the first ready node. Raises the second
-    failure when no node is ready. Without BEGIN (_implicit_begin) a drop nothing showed yet fails
-    the work's first statement, and Database.run runs the work again on the next ready node.
+    A restart, wait_timeout or KILL closes idle connections server-side. BEGIN is the first statement
+    a connection carries in a transaction, so one the server closed fails there (CONNECTION_LOST),
+    before anything was done, and is safe to replace: DBUtils reopens a connection whose rollback
+    fails, on the first ready node. Raises the second failure when no node is ready. A connection
+    that sends no BEGIN (_implicit_begin, the simulator) is looked at instead: a closed one has
+    something to read though nothing was asked (the server's error packet, the end of the stream),
+    and is replaced before the work runs, without a round trip (_dropped); a drop nothing showed
+    yet fails the work's first statement, and Database.run runs the work again.
     """
-    if _dropped(conn):
+    if vars(conn.dbapi_connection).get("begin") is _implicit_begin and _dropped(conn):
         _discard(conn)
     try:
         _start(conn, snapshot)
@@ -331,12 +332,14 @@ def _begin(conn, snapshot=False):
 
 
 def _dropped(conn):
-    """True when the server has sent something on this idle connection, or it has no socket."""
+    """True when the server has sent something on this idle connection, or it has no socket. poll(),
+    not select(): select() refuses a descriptor past 1,024, which a host holding agent sockets has."""
     sock = getattr(conn.dbapi_connection, "_sock", None)
     if sock is None:
         return True
-    readable, _, _ = select.select([sock], [], [], 0)
-    return bool(readable)
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _start(conn, snapshot):
