@@ -15,9 +15,10 @@ from marshmallow import ValidationError
 from conftest import cli
 from dialerapi import simulate as sim
 from dialerapi.plumbing.config import database_params
+from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect
-from dialerapi.rules import dialstate
-from dialerapi.simulate import engines, pacing
+from dialerapi.rules import actions, dialstate
+from dialerapi.simulate import engines, floor as floor_module, pacing
 from dialerapi.simulate.report import interval, summary
 from dialerapi.simulate.sandbox import local_socket, schema_url
 
@@ -132,17 +133,18 @@ def test_runs_in_parallel_processes_give_the_figures_of_runs_one_after_another(d
     assert schemas_left(sql, database_url) == []
 
 
-@pytest.mark.parametrize("mode", ["predictive", "progressive"])
-def test_a_run_skips_only_claims_that_would_find_nothing(database_url, monkeypatch, mode):
+@pytest.mark.parametrize("mode, personal", [("predictive", 0.8), ("progressive", 0.8), ("predictive", 0.0)])
+def test_a_run_skips_only_claims_that_would_find_nothing(database_url, monkeypatch, mode, personal):
     """Issue #52 item 3: once a claim finds nothing due, a group's pacing rounds (predictive) or an
     idle agent's polls (progressive) do not ask again until a settle, a filing, the sweep, a new
     day, a change of the agent's block, or the moment time alone makes a lead due (a retry, a
     callback, a personal callback's due time or fallback, the work window, the calling window); nor
-    does the blocking job check before a grace window ends. The run is the one that asks every
-    time, to the figure, with far fewer claims: a floor whose leads run dry, with retries,
-    callbacks (some personal), two call zones under a calling window that opens during the run,
-    and a contact cap on shared numbers."""
-    claims = []
+    does the blocking job check before the grace window of an outcome filed late ends, nor the
+    sweep run while it has nothing to apply and no personal callback to tell of. The run is the one
+    that asks every time, to the figure, with far fewer claims: a floor whose leads run dry, with
+    retries, callbacks (some personal, or none), two call zones under a calling window that opens
+    during the run, and a contact cap on shared numbers."""
+    claims, sweeps = [], []
     for name in ("claim", "claim_predictive"):
         asked = getattr(engines.LibraryEngine, name)
 
@@ -151,22 +153,28 @@ def test_a_run_skips_only_claims_that_would_find_nothing(database_url, monkeypat
             return asked(engine, *args, **kwargs)
 
         monkeypatch.setattr(engines.LibraryEngine, name, counted)
+    monkeypatch.setattr(floor_module, "sweep", lambda *args: sweeps.append(args) or actions.sweep(*args))
     scenario = sim.load_scenario(
         None, **{**SMALL, "leads": 60, "hours": 2.0, "pushed_callbacks": 0.2}, seed=21, mode=mode,
         pacing="abandon", form_types={"home_loan": 2, "credit_card": 1}, skills={"home_loan": 4, "credit_card": 3},
-        callback_share=0.5, personal_callback_share=0.8, callback_in_minutes=[5, 20], retry_seconds=300,
+        callback_share=0.5, personal_callback_share=personal, callback_in_minutes=[5, 20], retry_seconds=300,
         claim_retry_seconds=10, files_outcome=0.75,  # late filings block agents in every DB_TIMEZONE
         phone_zones={"IN": 3, "US-Eastern": 1}, obey_calling_window=True, calling_window_start="09:30",
         shared_phone_share=0.3, contact_caps=[{"name": "two-an-hour", "max": 2, "per": "1h"}])
     skipping = sim.run(database_url, scenario)
-    skipped_claims = len(claims)
+    claims_skipping, sweeps_skipping = len(claims), len(sweeps)
     claims.clear()
+    sweeps.clear()
     monkeypatch.setattr(pacing, "SKIP_FUTILE", False)
     asking = sim.run(database_url, scenario)
     assert skipping == asking
-    assert skipping["kpis"]["calls"] > 50 and skipping["callbacks"]["personal"]["due"] > 0
+    assert skipping["kpis"]["calls"] > 50 and (skipping["callbacks"]["personal"]["due"] > 0) == (personal > 0)
     assert skipping["contact"]["held_by_caps"] > 0 and skipping["kpis"]["blocked_minutes"] > 0
-    assert skipped_claims < len(claims) / 2, (skipped_claims, len(claims))
+    assert skipping["filings"]["during"] > 0  # CRM actions held during calls, applied at the settle
+    assert claims_skipping < len(claims) / 2, (claims_skipping, len(claims))
+    # Sweeps run once a personal callback is filed, whose fallback they tell of, and never before.
+    assert len(sweeps) > 100 and (sweeps_skipping > len(sweeps) / 2 if personal else sweeps_skipping == 0), \
+        (sweeps_skipping, len(sweeps))
 
 
 @pytest.mark.parametrize("over, in_flight, answered, step, progressive", [
@@ -263,6 +271,8 @@ def test_a_run_on_the_servers_host_reaches_its_schema_over_the_unix_socket(datab
     with closing(connect(url)) as conn, conn.cursor() as cur:
         cur.execute("SELECT USER() AS user")
         assert conn.unix_socket == path and cur.fetchone()["user"].endswith("@localhost")
+        assert not conn.ssl and not hasattr(conn, "ctx"), "no TLS over the socket, no certificates loaded"
+    assert migrate.pending(url) == [], "yoyo reaches the schema over the socket too"
     assert local_socket(url, name) is None, "a socket named already is kept"
     elsewhere = database_url.replace("127.0.0.1", "db.example.invalid", 1)
     assert local_socket(elsewhere, name) is None, "a host that is not loopback is not asked"

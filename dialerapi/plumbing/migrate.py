@@ -9,7 +9,7 @@ from pathlib import Path
 
 from yoyo import get_backend, read_migrations
 
-from dialerapi.plumbing.config import url_with_nodes
+from dialerapi.plumbing.config import database_params, url_with_nodes
 from dialerapi.plumbing.db import connect, queries
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -22,7 +22,10 @@ def _backend(database_url):
     # Galera cluster's list, whose DDL Galera applies on every node (docs/operations/galera.md "Scale out").
     with closing(connect(database_url)) as probe:
         node = (probe.host, probe.port)
-    backend = get_backend(url_with_nodes(database_url, [node]).replace("mysql+pymysql://", "mysql://", 1))
+    url = url_with_nodes(database_url, [node]).replace("mysql+pymysql://", "mysql://", 1)
+    if "unix_socket" in database_params(url):
+        url += "&ssl_disabled=1"  # yoyo passes the URL's arguments to PyMySQL: as db.connect_params
+    backend = get_backend(url)
     with closing(backend.connection):
         yield backend
 

@@ -106,11 +106,15 @@ def mark_predictive(conn, lead):
     queries.mark_predictive(conn, id=lead["id"])
 
 
-def end_of_call(conn, lead):
-    """Forget the facts of the call that ended (settle, release), so a later call starts with none."""
+CALL_MOMENTS_FORGOTTEN = {"call_answered_at": None, "agent_connected_at": None, "predictive_call": 0}
+
+
+def end_of_call(lead):
+    """The changes that forget the facts of the call that ended (settle, release), so a later call
+    starts with none: CALL_MOMENTS_FORGOTTEN, or {} when `lead` holds none. dialstate.write_lead
+    writes them with the rest of the end of the call, in its one statement (issue #52)."""
     facts = (lead.get("call_answered_at"), lead.get("agent_connected_at"), lead.get("predictive_call") or None)
-    if any(fact is not None for fact in facts):
-        queries.clear_call_moments(conn, id=lead["id"])
+    return dict(CALL_MOMENTS_FORGOTTEN) if any(fact is not None for fact in facts) else {}
 
 
 def _day(wall):

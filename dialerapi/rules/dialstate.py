@@ -69,11 +69,14 @@ def write_lead(conn, row, changes, now):
 
     When `changes` set callback_agent_id (a claim, a callback, a disposition: issue #40), the
     owners before and after are told their list of personal callbacks changed (events.notify).
+    When they hold abandons.CALL_MOMENTS_FORGOTTEN (the end of a call), the call's moments are
+    cleared in the same statement.
     """
     updated = {**row, **changes, "updated_at": now}
     set_owner = "callback_agent_id" in changes
     queries.write_dial_state(conn, id=row["id"], updated_at=now, set_owner=set_owner,
                              callback_agent_id=changes.get("callback_agent_id"),
+                             forget_call_moments=changes.keys() >= abandons.CALL_MOMENTS_FORGOTTEN.keys(),
                              **{c: updated[c] for c in DIAL_STATE_COLUMNS})
     if set_owner:
         notify(conn, [owner for owner in (row.get("callback_agent_id"), changes["callback_agent_id"]) if owner], now)
@@ -202,7 +205,7 @@ def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=Non
     queues the agents' events; then applies the latest held CRM action of the oli_id, which wins.
     Returns {"lead": the row as it now stands, "pending": the action applied or None}.
     """
-    abandons.end_of_call(conn, row)
+    changes = {**changes, **abandons.end_of_call(row)}
     if row.get("callback_agent_id") is not None:
         # The call of a personal callback ends it (issue #40); its owner's list is told.
         changes = {**changes, "callback_agent_id": None}

@@ -1,7 +1,11 @@
 """The two ways the simulated dialing engine reaches the rules: the Python library, or POST /engine/.
 
 Both answer the floor (floor.py) in the same shapes: `claim`/`claim_predictive` return
-(Claimed or None, refusal reason or None), `bridge` the agent id or None.
+(Claimed or None, refusal reason or None), `bridge` the agent id or None. An agent's progressive
+claim that takes a lead also marks the agent busy (the engine originates the call at once), and a
+settle of an agent's call marks the agent idle in wrap-up: the library engine does each pair in one
+transaction, as an engine built on the library may (issue #52: a commit per pair fewer), the HTTP
+engine posts them one after the other.
 """
 
 from dataclasses import dataclass
@@ -28,10 +32,13 @@ class LibraryEngine:
         self.db = floor.db
 
     def state(self, agent_id, *, panel_active=None, ami_idle=None, wrapup_seconds=None):
+        self.db.run(self._state, agent_id, panel_active=panel_active, ami_idle=ami_idle,
+                    wrapup_seconds=wrapup_seconds)
+
+    def _state(self, conn, agent_id, *, panel_active=None, ami_idle=None, wrapup_seconds=None):
         floor = self.floor
         wrapup_until = claims.KEEP if wrapup_seconds is None else claims.wrapup_until(wrapup_seconds, floor.now, floor.tz)
-        self.db.run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
-                    wrapup_until=wrapup_until)
+        claims.set_availability(conn, agent_id, panel_active=panel_active, ami_idle=ami_idle, wrapup_until=wrapup_until)
 
     def _claimed(self, work, *args, **kwargs):
         try:
@@ -42,7 +49,13 @@ class LibraryEngine:
                                 row["callback_scheduled_at"])), None
 
     def claim(self, agent_id):
-        return self._claimed(claims.claim_next, agent_id, self.floor.now, tz=self.floor.tz)
+        return self._claimed(self._claim_and_dial, agent_id)
+
+    def _claim_and_dial(self, conn, agent_id):
+        row = claims.claim_next(conn, agent_id, self.floor.now, tz=self.floor.tz)
+        if row:
+            self._state(conn, agent_id, ami_idle=False)
+        return row
 
     def claim_predictive(self, ahead, form_type=None):
         return self._claimed(
@@ -62,11 +75,17 @@ class LibraryEngine:
     def connected(self, oli_id, agent_id):
         self.db.run(agents.open_missed_activity, oli_id, agent_id, self.floor.now, self.floor.tz)
 
-    def settle(self, oli_id, outcome, agent_id, started_at):
+    def settle(self, oli_id, outcome, agent_id, started_at, wrapup_seconds=None):
+        """Settle the call; with `agent_id`, its agent is then idle, in wrap-up for `wrapup_seconds`."""
+        self.db.run(self._settle, oli_id, outcome, agent_id, started_at, wrapup_seconds)
+
+    def _settle(self, conn, oli_id, outcome, agent_id, started_at, wrapup_seconds):
         config = self.floor.app.config
-        self.db.run(dialstate.settle, oli_id, outcome, self.floor.now, tz=self.floor.tz,
-                    grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"], release_retry_ms=config["RELEASE_RETRY_MS"],
-                    agent_id=agent_id, started_at=started_at)
+        dialstate.settle(conn, oli_id, outcome, self.floor.now, tz=self.floor.tz,
+                         grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"],
+                         release_retry_ms=config["RELEASE_RETRY_MS"], agent_id=agent_id, started_at=started_at)
+        if agent_id is not None:
+            self._state(conn, agent_id, ami_idle=True, wrapup_seconds=wrapup_seconds)
 
 
 class HttpEngine:
@@ -100,7 +119,10 @@ class HttpEngine:
                        due and clock.parse_wall_clock(due, self.floor.tz)), None
 
     def claim(self, agent_id):
-        return self._claimed({"mode": "progressive", "agent_id": agent_id})
+        claimed, refusal = self._claimed({"mode": "progressive", "agent_id": agent_id})
+        if claimed is not None:
+            self.state(agent_id, ami_idle=False)
+        return claimed, refusal
 
     def claim_predictive(self, ahead, form_type=None):
         return self._claimed({"mode": "predictive", "ahead": ahead, **({"form_type": form_type} if form_type else {})})
@@ -116,7 +138,7 @@ class HttpEngine:
     def connected(self, oli_id, agent_id):
         self._post("call-connected", {"oli_id": oli_id, "agent_id": agent_id})
 
-    def settle(self, oli_id, outcome, agent_id, started_at):
+    def settle(self, oli_id, outcome, agent_id, started_at, wrapup_seconds=None):
         # A call_id, as Asterisk's uniqueid would be: without one a settle is known by oli_id and
         # started_at, and a lead released and dialed again within the same second would collide.
         body = {"oli_id": oli_id, "outcome": outcome, "started_at": clock.format_wall_clock(started_at),
@@ -124,6 +146,8 @@ class HttpEngine:
         if agent_id is not None:
             body["agent_id"] = agent_id
         self._post("settle", body)
+        if agent_id is not None:
+            self.state(agent_id, ami_idle=True, wrapup_seconds=wrapup_seconds)
 
 
 ENGINES = {engine.name: engine for engine in (LibraryEngine, HttpEngine)}

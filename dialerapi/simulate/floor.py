@@ -98,9 +98,10 @@ class Floor(Pacing, CrmFilings):
         self.jobs_running = False
         self.agents = {}
         self.live = set()
+        self.actions_held = set()  # oli_ids whose CRM filing came while their call was live (held, D6)
         self.queue = deque()
         self.job_runs = 0
-        self.grace_ends = []  # heap: the seconds at which settled calls' grace windows end
+        self.grace_ends = []  # heap: the seconds at which the grace windows of outcomes filed late end
         self.block_check = True
         self.day_number = 0
         self.day_count = defaultdict(Counter)  # (day, form_type) -> answered, abandoned
@@ -326,15 +327,17 @@ class Floor(Pacing, CrmFilings):
 
         The blocking job blocks an agent once a missed activity's grace has ended (D7); a filing
         unblocks its agents itself (actions.submit_action). So a run of the job finds a change only
-        after a grace window ended since its last run, at a settle plus the grace, or on a new day;
-        the others are skipped (issue #52: they were a quarter of a run's transactions), and the run
+        after a grace window that no filing ended before it (a late filing's) ended since its last
+        run, or on a new day; the others are skipped (issue #52: they were a quarter of a run's
+        transactions), as are the sweeps that can change nothing (_sweep_may_change), and the run
         is the one that ran them all (tests/test_simulate.py)."""
         if self._grace_ended() or not pacing.SKIP_FUTILE:
             changed = self.db.run(agents.refresh_blocking, self.now, self.tz)
             for agent_id, blocked in sorted(changed.items()):
                 self._set_blocked(self.agents[agent_id], blocked)
         self.job_runs += 1
-        if self.job_runs % (SWEEP_SECONDS // BLOCKING_SECONDS) == 0:
+        if self.job_runs % (SWEEP_SECONDS // BLOCKING_SECONDS) == 0 and (self._sweep_may_change()
+                                                                          or not pacing.SKIP_FUTILE):
             swept = sweep(self.db, self.now, self.tz)
             if swept["applied"] or swept["failed"]:
                 self._leads_changed()
@@ -342,6 +345,13 @@ class Floor(Pacing, CrmFilings):
             self.at(self.t + BLOCKING_SECONDS, self._jobs)
         else:
             self.jobs_running = False
+
+    def _sweep_may_change(self):
+        """Whether the sweep could change anything now (issue #52: it ran every minute for nothing).
+        It applies the CRM actions held on leads no longer live, and a settle applies those of
+        the floor's calls itself, so only a filing held on a lead that is no longer live is its
+        work; and it tells of personal callbacks that fell back, which exist once one is filed."""
+        return bool(self.actions_held - self.live) or self.count["personal_callbacks_filed"] > 0
 
     def _grace_ended(self):
         """True when a grace window ended before now (the service blocks on due_at < now) since the
@@ -381,7 +391,6 @@ class Floor(Pacing, CrmFilings):
             agent.poll += 1
             self.at(self.t + self.scenario.claim_retry_seconds, self._poll, agent, agent.poll)
             return
-        self.engine.state(agent.id, ami_idle=False)
         self._dial(claimed, agent)
 
     def _poll(self, agent, token):
@@ -406,6 +415,7 @@ class Floor(Pacing, CrmFilings):
         outcome = self.rng.choices(list(scenario.outcomes), weights=list(scenario.outcomes.values()))[0]
         call = Call(claimed.oli_id, claimed.form_type, outcome, self.t, self.now, agent)
         self.live.add(call.oli_id)
+        self.next_due_rows.pop(call.form_type, None)  # the claim took one of its leads
         if agent is None:
             self.in_flight[call.form_type] += 1
             self.dialed_since[call.form_type] += 1
@@ -456,26 +466,34 @@ class Floor(Pacing, CrmFilings):
     def _hangup(self, call):
         scenario = self.scenario
         agent = call.agent
-        self.engine.settle(call.oli_id, call.outcome, agent.id if agent else None, call.started_at)
+        grace = scenario.grace_minutes * 60
+        # Drawn in this order before the settle, which takes the agent's wrap-up with it.
+        filed_in = None
+        if call.filing == "after":
+            filed_in = self.rng.randint(0, max(0, grace - 1))
+        elif call.filing == "late":
+            filed_in = grace + int(round(scenario.late_filing_minutes.sample(self.rng) * 60))
+        wrap = None
+        if agent:
+            reached = call.answered_at is not None
+            wrap = scenario.wrapup_seconds.sample(self.rng) if reached or scenario.wrapup_after == "every" else 0
+        self.engine.settle(call.oli_id, call.outcome, agent and agent.id, call.started_at, wrapup_seconds=wrap)
         self._leads_changed(call.form_type)
         self.live.discard(call.oli_id)
+        self.actions_held.discard(call.oli_id)  # the settle applied it
         if agent is None:
             self.in_flight[call.form_type] -= 1
         self.outcomes[call.outcome] += 1
-        grace = scenario.grace_minutes * 60
-        if call.filing == "after":
-            self.at(self.t + self.rng.randint(0, max(0, grace - 1)), self._file, call.oli_id, agent and agent.id)
-        elif call.filing == "late":
-            late = grace + int(round(scenario.late_filing_minutes.sample(self.rng) * 60))
-            self.at(self.t + late, self._file_late, call.oli_id, agent and agent.id)
-        if agent:
-            # The settle started the grace window of the agent's missed activity, if the call reached
-            # them: the blocking job may find a change after it ends.
+        if filed_in is not None:
+            self.at(self.t + filed_in, self._file if call.filing == "after" else self._file_late, call.oli_id,
+                    agent and agent.id)
+        if call.filing == "late":
+            # The settle started the grace window of the agent's missed activity, which nothing
+            # clears before it ends: the blocking job blocks the agent then. An outcome filed
+            # during the call or the grace window clears the activity before (issue #52).
             heapq.heappush(self.grace_ends, self.t + grace)
+        if agent:
             agent.calls += 1
-            reached = call.answered_at is not None
-            wrap = scenario.wrapup_seconds.sample(self.rng) if reached or scenario.wrapup_after == "every" else 0
-            self.engine.state(agent.id, ami_idle=True, wrapup_seconds=wrap)
             if wrap:
                 self._set_state(agent, "wrap")
                 self.at(self.t + wrap, self._free, agent)

@@ -29,8 +29,9 @@ RATIO_BOUNDS = (0.5, 3.0)
 # spends half its days over it.
 AIM = 0.8
 # Issue #52: the floor skips work it knows would change nothing: a group's predictive claim while
-# nothing can be due (Pacing._known_dry) and the blocking job while no grace window has ended
-# (Floor._jobs). A switch, so that a test holds a run's figures to those of doing it all.
+# nothing can be due (Pacing._known_dry), the blocking job while no grace window has ended and the
+# sweep while it has nothing to apply (Floor._jobs). A switch, so that a test holds a run's figures
+# to those of doing it all.
 SKIP_FUTILE = True
 
 
@@ -49,6 +50,7 @@ class Pacing:
                               for g, w in weights.items()}
         self.next_arrival = {}
         self.dry = {}  # group -> the second until which its predictive claim finds nothing (None: no end)
+        self.next_due_rows = {}  # form_type -> (sim_next_due's row, the second until which it holds)
         self.progressive = set()  # groups the `abandon` rule has dialing progressively (over its aim)
         # The `abandon` rule's last read of each group's windows, its calls not yet with an agent
         # then, and its predictive calls dialed since: what an engine knows between two reads.
@@ -155,8 +157,10 @@ class Pacing:
         ask again on their next claim."""
         if form_type is None:
             self.dry.clear()
+            self.next_due_rows.clear()
             return
         self.dry.pop(form_type, None)
+        self.next_due_rows.pop(form_type, None)
         for agent in self.agents.values():
             if form_type in agent.skills:
                 self.dry.pop(agent.id, None)
@@ -169,8 +173,7 @@ class Pacing:
         next minute while the calling window is obeyed (the calling window and the call zones'
         offsets are whole minutes; one with seconds gives the next second)."""
         config = self.config
-        row = self.db.run(queries.sim_next_due, form_type=group, now=self.now,
-                          **callbacks.fallback_params(self.now, config, self.tz))
+        row = self._next_due_row(group)
         moments = [row["due"]]
         if row["owned_due"] is not None:
             moments.append(row["owned_due"] if own else
@@ -183,6 +186,22 @@ class Pacing:
             whole_minutes = all(edge.second == 0 and edge.microsecond == 0 for edge in edges)
             seconds.append(self.t + (60 - self.utc.second if whole_minutes else 1))
         return min(seconds, default=None)
+
+    def _next_due_row(self, group):
+        """sim_next_due of `group` now. Kept until the group's leads change (a claim takes one, or
+        _leads_changed) or time reaches its `due` or its `owned_due`'s fallback, before which the
+        statement answers the same (issue #52: it was a sixth of a run's transactions)."""
+        kept = self.next_due_rows.get(group)
+        if kept is not None and self.t < kept[1]:
+            return kept[0]
+        config = self.config
+        row = self.db.run(queries.sim_next_due, form_type=group, now=self.now,
+                          **callbacks.fallback_params(self.now, config, self.tz))
+        ends = [row["due"], row["owned_due"] and
+                callbacks.fallback_at(row["owned_due"], config.personal_callback_fallback_minutes, self.tz)]
+        self.next_due_rows[group] = (row, min((self._second(end) for end in ends if end is not None),
+                                              default=float("inf")))
+        return row
 
     def _next_wall(self, time_of_day):
         """The first wall-clock moment after now at `time_of_day`."""

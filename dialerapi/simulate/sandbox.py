@@ -41,7 +41,7 @@ def schema_url(database_url, name, unix_socket=None):
 def local_socket(database_url, name):
     """The server's Unix socket, when `database_url` reaches one node over loopback TCP and its
     credentials open the schema `name` over the socket too (the server may know the user at
-    'localhost' apart); None otherwise. A run is about 190,000 round trips, and over the socket
+    'localhost' apart); None otherwise. A run is about 130,000 round trips, and over the socket
     each costs both sides less than over TCP (issue #52)."""
     params = database_params(database_url)
     if "unix_socket" in params or len(database_nodes(database_url)) > 1 or params["host"] not in LOOPBACK:
@@ -52,7 +52,7 @@ def local_socket(database_url, name):
         return None
     try:
         pymysql.connect(unix_socket=path, user=params["user"], password=params["password"], database=name,
-                        connect_timeout=2).close()
+                        connect_timeout=2, ssl_disabled=True).close()
     except (pymysql.MySQLError, OSError):
         return None
     return path

@@ -19,9 +19,6 @@ WHERE id = :id;
 -- name: mark_predictive(id)!
 UPDATE sales_master SET predictive_call = 1 WHERE id = :id;
 
--- name: clear_call_moments(id)!
-UPDATE sales_master SET call_answered_at = NULL, agent_connected_at = NULL, predictive_call = 0 WHERE id = :id;
-
 -- name: count_settle(form_type, day, hour, minute, answered, abandoned, late_connects, machines)!
 -- One settle in its floor day, hour and minute, on this node's rows (`node`): settles on
 -- two Galera nodes never write one row. Rows in PK order, so two settles lock them in one order.
@@ -55,7 +52,8 @@ WHERE (grain = 'm' AND starts_at < :minutes_before) OR (grain = 'h' AND starts_a
 -- Each form_type's abandon counts of the last 15 minutes, today and the legal period, each
 -- "answered;abandoned;late_connects;machines", the rows of each window as floor.sql due_counts
 -- reads them; nothing else of the floor (rules.abandons.windows: the simulator's `abandon` pacing
--- rule reads them each minute, issue #52). A form_type with no counts has no row.
+-- rule reads them each minute, issue #52). A form_type with no counts has no row. Minute rows
+-- older than the 15 minutes are read only for the '24h' period: a '30d' period is whole days.
 SELECT form_type,
   CONCAT_WS(';', SUM(IF(in_15m, answered, 0)), SUM(IF(in_15m, abandoned, 0)), SUM(IF(in_15m, late_connects, 0)),
             SUM(IF(in_15m, machines, 0))) AS window_15m,
@@ -71,7 +69,7 @@ FROM (SELECT form_type, answered, abandoned, late_connects, machines,
                OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
                AS in_period
       FROM dialerapi_abandon_counts
-      WHERE (grain = 'm' AND starts_at >= LEAST(:minute_from, :edge_minute))
+      WHERE (grain = 'm' AND starts_at >= IF(:period = '24h', LEAST(:minute_from, :edge_minute), :minute_from))
          OR (grain = 'h' AND starts_at > :edge_hour) OR (grain = 'd' AND starts_at >= :day_from)) AS c
 GROUP BY form_type
 ORDER BY form_type;

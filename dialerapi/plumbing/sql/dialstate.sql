@@ -6,8 +6,9 @@
 SELECT *, call_answered_at, agent_connected_at, predictive_call, callback_agent_id
 FROM sales_master WHERE oli_id = :oli_id FOR UPDATE;
 
--- name: write_dial_state(id, data_id, priority_id, dial_status, previous_dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved, reservation_id, reserved_at, updated_at, set_owner, callback_agent_id)!
--- callback_agent_id (issue #40) is written only with :set_owner, kept otherwise.
+-- name: write_dial_state(id, data_id, priority_id, dial_status, previous_dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved, reservation_id, reserved_at, updated_at, set_owner, callback_agent_id, forget_call_moments)!
+-- callback_agent_id (issue #40) is written only with :set_owner, kept otherwise. :forget_call_moments
+-- (the end of a call, abandons.end_of_call) clears the call's answer and connect moments (issue #37).
 UPDATE sales_master
 SET data_id = :data_id, priority_id = :priority_id, dial_status = :dial_status,
     previous_dial_status = :previous_dial_status, disposeRemark = :disposeRemark,
@@ -16,7 +17,10 @@ SET data_id = :data_id, priority_id = :priority_id, dial_status = :dial_status,
     next_retry_at = :next_retry_at, callback_scheduled_at = :callback_scheduled_at,
     call_count = :call_count, isReserved = :isReserved, reservation_id = :reservation_id,
     reserved_at = :reserved_at, updated_at = :updated_at,
-    callback_agent_id = IF(:set_owner, :callback_agent_id, callback_agent_id)
+    callback_agent_id = IF(:set_owner, :callback_agent_id, callback_agent_id),
+    call_answered_at = IF(:forget_call_moments, NULL, call_answered_at),
+    agent_connected_at = IF(:forget_call_moments, NULL, agent_connected_at),
+    predictive_call = IF(:forget_call_moments, 0, predictive_call)
 WHERE id = :id;
 
 -- name: insert_call_attempt(lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause, form_type, reservation_id, answered_at, agent_connected_at, connect_seconds, late_connect)!
