@@ -201,7 +201,7 @@ def test_the_abandon_rule_steers_on_each_of_the_laws_windows(over, in_flight, an
     floor.open, floor.t, floor.groups, floor.ratios = True, 0, ["home_loan", "credit_card"], {"home_loan": 2.0,
                                                                                            "credit_card": 2.0}
     floor.scenario, floor.engine = sim.load_scenario(None, target_abandon=0.03), Engine()
-    floor.config = SimpleNamespace(abandon_min_answered=50)  # the scenario's [dialer] default
+    floor.config = SimpleNamespace(abandon_min_answered=50, amd_false_positive_share=0.0)  # [dialer] defaults
     floor.held, floor.progressive, floor.count, floor.agents = set(), {"credit_card"}, Counter(), {}
     floor.in_flight = Counter(home_loan=in_flight)
     floor.windows, floor.read_pending, floor.dialed_since = {}, Counter(), Counter()
@@ -234,7 +234,7 @@ def test_the_abandon_rule_counts_the_calls_dialed_since_its_last_read(dialed_sin
     floor = pacing.Pacing()
     floor.open, floor.t, floor.groups, floor.ratios = True, 0, ["home_loan"], {"home_loan": 2.0}
     floor.scenario, floor.engine = sim.load_scenario(None, target_abandon=0.03, pacing="abandon"), Engine()
-    floor.config = SimpleNamespace(abandon_min_answered=50, enforce_abandon_limit=False)
+    floor.config = SimpleNamespace(abandon_min_answered=50, enforce_abandon_limit=False, amd_false_positive_share=0.0)
     floor.held, floor.progressive, floor.count, floor.dry = set(), set(), Counter(), {}
     floor.agents = {1: SimpleNamespace(id=1, state="idle", blocked=False, skills=("home_loan",))}
     floor.in_flight, floor.windows, floor.read_pending, floor.dialed_since = Counter(), {}, Counter(), Counter()

@@ -168,18 +168,19 @@ def windows_of(row, share=0.0):
     return {name: figures_of(row[f"window_{name}"], share) for name in WINDOWS}
 
 
-def over_limit(window_figures, config, pending=0):
+def over_limit(window_figures, config, pending=0, limit=None):
     """True when the limit holds predictive claims back on this window: with at least
-    abandon_min_answered answered in it, the rate would be over config.abandon_limit if the call
-    about to be dialed and every `pending` call (predictive, live, no agent yet, or one late)
-    were answered and abandoned. So a claim is served only while even that leaves the rate at or
-    under the limit; a rate at or over the limit always holds them back."""
+    abandon_min_answered answered in it, the rate would be over config.abandon_limit (or `limit`,
+    a share: the simulator's `abandon` pacing rule holds its own aim) if the call about to be
+    dialed and every `pending` call (predictive, live, no agent yet, or one late) were answered and
+    abandoned. So a claim is served only while even that leaves the rate at or under the limit; a
+    rate at or over the limit always holds them back."""
     answered, abandoned = _estimated(window_figures["answered"], window_figures["abandoned"],
                                      window_figures.get("machines", 0), config.amd_false_positive_share)
     if answered < config.abandon_min_answered:
         return False
     worst = pending + 1
-    return (abandoned + worst) / (answered + worst) > config.abandon_limit
+    return (abandoned + worst) / (answered + worst) > (config.abandon_limit if limit is None else limit)
 
 
 def held(form_windows, pending, config):

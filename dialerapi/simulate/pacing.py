@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from dialerapi.plumbing.db import queries
 from dialerapi.rules import callbacks
-from dialerapi.rules.abandons import ABANDON_LIMIT
+from dialerapi.rules.abandons import ABANDON_LIMIT, over_limit
 
 PACE_SECONDS = 5
 ADAPT_SECONDS = 60
@@ -269,10 +269,9 @@ class Pacing:
         abandons already dialed; asked only at each read, the calls of the minute after it took a
         small skill's run over (issue #52: 1 run of 20)."""
         aim = AIM * self.scenario.target_abandon
-        pending = self.read_pending[group] + self.dialed_since[group] + 1
+        pending = self.read_pending[group] + self.dialed_since[group]
         windows = self.windows.get(group, {})
-        return any(windows[name]["answered"] >= self.config.abandon_min_answered
-                   and (windows[name]["abandoned"] + pending) / (windows[name]["answered"] + pending) > aim
+        return any(over_limit(windows[name], self.config, pending, limit=aim)
                    for name in CEILING_WINDOWS if name in windows)
 
     def _start_arrivals(self):
