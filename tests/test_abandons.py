@@ -362,6 +362,14 @@ def test_predictive_calls_no_agent_has_taken_count_as_abandons_until_one_does(
     sql("UPDATE sales_agents SET ami_idle = 1")
     status, body = predictive(client, "p-5")
     assert (status, body["abandons"][0]["pending"]) == (409, 2)
+    # The settle forgets the call's moments with the rest of its lead write (issue #52): the lead's
+    # next call, predictive or not, starts with none.
+    settled = client.post("/engine/settle", headers=ENGINE, json={
+        "oli_id": first, "outcome": "answered", "agent_id": 501, "started_at": f"{NOW:%Y-%m-%d %H:%M:%S}"})
+    assert settled.status_code == 200, settled.get_json()
+    assert sql.one("SELECT call_answered_at, agent_connected_at, predictive_call FROM sales_master"
+                   " WHERE oli_id = %s", first) == {"call_answered_at": None, "agent_connected_at": None,
+                                                    "predictive_call": 0}
 
 
 # --- item 4: metrics, report, settings ----------------------------------------------------------

@@ -14,8 +14,8 @@ from marshmallow import ValidationError
 
 from conftest import cli
 from dialerapi import simulate as sim
-from dialerapi.plumbing.config import database_params
 from dialerapi.plumbing import migrate
+from dialerapi.plumbing.config import database_params
 from dialerapi.plumbing.db import connect
 from dialerapi.rules import actions, dialstate
 from dialerapi.simulate import engines, floor as floor_module, pacing

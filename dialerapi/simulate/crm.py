@@ -21,8 +21,6 @@ class CrmFilings:
         callback (personal_callback_share of the callbacks, issue #40) names."""
         scenario = self.scenario
         self._leads_changed(self.form_types[oli_id])
-        if oli_id in self.live:
-            self.actions_held.add(oli_id)
         if self.rng.random() < scenario.callback_share:
             minutes = scenario.callback_in_minutes.sample(self.rng)
             when = clock.after(self.now, timedelta(minutes=minutes), self.tz)

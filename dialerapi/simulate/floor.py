@@ -98,7 +98,6 @@ class Floor(Pacing, CrmFilings):
         self.jobs_running = False
         self.agents = {}
         self.live = set()
-        self.actions_held = set()  # oli_ids whose CRM filing came while their call was live (held, D6)
         self.queue = deque()
         self.job_runs = 0
         self.grace_ends = []  # heap: the seconds at which the grace windows of outcomes filed late end
@@ -348,10 +347,10 @@ class Floor(Pacing, CrmFilings):
 
     def _sweep_may_change(self):
         """Whether the sweep could change anything now (issue #52: it ran every minute for nothing).
-        It applies the CRM actions held on leads no longer live, and a settle applies those of
-        the floor's calls itself, so only a filing held on a lead that is no longer live is its
-        work; and it tells of personal callbacks that fell back, which exist once one is filed."""
-        return bool(self.actions_held - self.live) or self.count["personal_callbacks_filed"] > 0
+        It applies the CRM actions held on leads no longer live, which a run never leaves: a filing
+        during a call is held until the call's settle, and the settle applies it (D6). What is left
+        is telling of personal callbacks that fell back, which exist once one is filed."""
+        return self.count["personal_callbacks_filed"] > 0
 
     def _grace_ended(self):
         """True when a grace window ended before now (the service blocks on due_at < now) since the
@@ -480,7 +479,6 @@ class Floor(Pacing, CrmFilings):
         self.engine.settle(call.oli_id, call.outcome, agent and agent.id, call.started_at, wrapup_seconds=wrap)
         self._leads_changed(call.form_type)
         self.live.discard(call.oli_id)
-        self.actions_held.discard(call.oli_id)  # the settle applied it
         if agent is None:
             self.in_flight[call.form_type] -= 1
         self.outcomes[call.outcome] += 1
