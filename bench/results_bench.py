@@ -49,7 +49,7 @@ from dialerapi.plumbing.db import connect
 from dialerapi.rules import webhooks
 
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import ensure_program  # noqa: E402 (installs Debian's nginx when it is missing)
+from conftest import require_program  # noqa: E402 (Debian's nginx, from make install)
 
 SECRET = "bench-crm-secret-0123456789"
 ENGINE_SECRET = "bench-engine-secret-0123456789"
@@ -191,7 +191,7 @@ def answering_200(port):
         f"daemon off;\npid {workdir}/nginx.pid;\nerror_log {workdir}/error.log warn;\nevents {{}}\n"
         f"http {{\n  access_log off;\n  client_body_temp_path {workdir}/body;\n"
         f"  server {{ listen 127.0.0.1:{port}; location / {{ return 200; }} }}\n}}\n")
-    nginx = ensure_program("nginx", "nginx")
+    nginx = require_program("nginx", "nginx")
     process = subprocess.Popen(["chrt", "--idle", "0", nginx, "-c", str(workdir / "nginx.conf"), "-p", str(workdir)],
                                start_new_session=True)
     try:

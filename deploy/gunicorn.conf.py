@@ -80,10 +80,10 @@ if pool == "sockets":
 else:
     worker_class = "gthread"
     workers = int(os.environ.get("GUNICORN_WORKERS", min(4, multiprocessing.cpu_count())))
-    # nginx keeps idle connections to this pool for its upstream keepalive_timeout (60 s) and sends
-    # the next request on one of them. gunicorn's default of 2 s closed them first: a request nginx
-    # sent as gunicorn closed its connection was reset, and with every other host tried or down
-    # the client got 502 (issue #38). A connection nginx still holds is never closed here first.
+    # nginx keeps idle connections to this pool for its upstream keepalive_timeout (1 s) and sends
+    # the next request on one of them; a request it sent as gunicorn closed its connection would be
+    # reset, and with every other host tried or down the client got 502 (issues #38, #63). Longer
+    # than nginx's, so a connection nginx still holds is never closed here first.
     keepalive = 75
     threads = int(os.environ.get("GUNICORN_THREADS", "64"))
     # Half the threads at most, whatever the environment says: the other half is the CRM's, the

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Private MariaDB instance for development and tests: its own data directory, socket and port
 # under ./var/mariadb, started with --no-defaults so the system's /etc/mysql settings and server are
-# never touched. Installs mariadb-server with apt-get when mariadbd is missing.
+# never touched. mariadb-server comes from `make install` (scripts/system-packages.sh).
 #
-#   scripts/devdb.sh install      install mariadb-server (with galera-4) when mariadbd is missing
+#   scripts/devdb.sh install      fail, naming `make install`, when mariadbd is missing
 #   scripts/devdb.sh start        start (idempotent) and create the `dialer` database
 #   scripts/devdb.sh stop         stop it; the data stays for the next start
 #   scripts/devdb.sh url          print the DATABASE_URL of the private instance
@@ -45,14 +45,8 @@ find_bin() {
 
 ensure_installed() {
   if find_bin mariadbd mysqld >/dev/null; then return 0; fi
-  log "mariadbd not found: installing mariadb-server with apt-get"
-  if [ "$(id -u)" -ne 0 ]; then
-    log "installing needs root: run 'sudo apt-get install mariadb-server' or set DATABASE_URL"; exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  # apt checks signature dates: never under the moved clock of `make test-clock` (libfaketime).
-  env -u LD_PRELOAD apt-get update -qq
-  env -u LD_PRELOAD apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client >/dev/null
+  log "mariadbd not found: run 'make install' (scripts/system-packages.sh installs mariadb-server), or set DATABASE_URL"
+  exit 1
 }
 
 running() {

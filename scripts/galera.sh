@@ -95,9 +95,7 @@ start() {
   "$ROOT/scripts/devdb.sh" install
   if ! command -v mariabackup >/dev/null 2>&1; then
     # The SST method: rsync's daemon, started as root, writes as nobody and fails.
-    log "installing mariadb-backup with apt-get"
-    DEBIAN_FRONTEND=noninteractive env -u LD_PRELOAD apt-get install -y -qq --no-install-recommends \
-      mariadb-backup >/dev/null
+    log "mariabackup not found: run 'make install' (scripts/system-packages.sh installs mariadb-backup)"; exit 1
   fi
   stop_all quiet
   rm -rf "$DIR"

@@ -8,7 +8,6 @@ get their clock from libfaketime, started at a moment the test chose (`faketime.
 `make test-clock` runs the suite with the machine's clock and DB_TIMEZONE moved (clock_matrix.py).
 """
 
-import fcntl
 import json
 import os
 import re
@@ -324,8 +323,8 @@ def shell_env(live_server, at=DEFAULT_NOW, **extra):
     """The environment of a shell example run against `live_server` (examples/engine-call.sh, the
     README's tour): DIALER, the keys, curl and jq installed and curl on PATH, the clock at `at`
     (wall-clock in TZ)."""
-    curl = ensure_program("curl", "curl")
-    ensure_program("jq", "jq")
+    curl = require_program("curl", "curl")
+    require_program("jq", "jq")
     return faketime.environment({**os.environ, "DIALER": live_server.base_url, "WS_SECRET": SECRET,
                                  "ENGINE_SECRET": ENGINE_SECRET, "PATH": f"{os.path.dirname(curl)}:{os.environ['PATH']}",
                                  **extra}, at=aware(at))
@@ -447,7 +446,7 @@ def start_nginx(gunicorn, workdir, sockets=None):
         f"worker_rlimit_nofile 40000;\nevents {{ worker_connections 16384; }}\n"
         f"http {{\n  access_log off;\n{temp}\n  include {workdir}/site.conf;\n}}\n"
     )
-    process = subprocess.Popen([ensure_program("nginx", "nginx"), "-c", str(workdir / "nginx.conf"), "-p", str(workdir)],
+    process = subprocess.Popen([require_program("nginx", "nginx"), "-c", str(workdir / "nginx.conf"), "-p", str(workdir)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 10
     while True:
@@ -591,43 +590,16 @@ def open_missed_activity(sql):
     return insert
 
 
-def ensure_program(program, package):
-    """Path of `program`, installing Debian's `package` with apt-get first when it is missing.
-
-    The install runs under a temporary policy-rc.d, so Debian does not start the package's own
-    system service (the tests start private instances of their own).
-    """
-    def found():
-        return shutil.which(program) or next((p for p in (f"/usr/sbin/{program}", f"/usr/bin/{program}")
-                                              if os.path.exists(p)), None)
-
-    if found():
-        return found()
-    if os.geteuid() != 0:
-        pytest.fail(f"{program} is missing and installing {package} needs root: apt-get install {package}")
-    # The workers of a parallel run (and two runs at once) install one at a time: dpkg takes one
-    # install at a time, and a worker that waited finds the program another one installed.
-    with open("/tmp/dialerapi-tests-apt.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if found():
-            return found()
-        policy = Path("/usr/sbin/policy-rc.d")
-        created = not policy.exists()
-        if created:
-            policy.write_text("#!/bin/sh\nexit 101\n")
-            policy.chmod(0o755)
-        try:
-            # apt checks signature dates: it needs the real clock, also under `make test-clock`.
-            env = {**faketime.real_clock(os.environ), "DEBIAN_FRONTEND": "noninteractive"}
-            # Another apt (devdb.sh's, the system's) may hold dpkg's lock: wait for it.
-            wait = ["-o", "DPkg::Lock::Timeout=300"]
-            subprocess.run(["apt-get", *wait, "update", "-qq"], check=True, env=env, capture_output=True)
-            subprocess.run(["apt-get", *wait, "install", "-y", "-qq", "--no-install-recommends", package], check=True,
-                           env=env, capture_output=True)
-        finally:
-            if created:
-                policy.unlink()
-    return found() or f"/usr/sbin/{program}"
+def require_program(program, package):
+    """Path of `program`, from Debian's `package`; fails at once, naming the command that installs
+    it, when it is missing. Tests never install anything: `make install` (scripts/system-packages.sh)
+    installs every package before any test runs (issue #63)."""
+    path = shutil.which(program) or next((p for p in (f"/usr/sbin/{program}", f"/usr/bin/{program}")
+                                          if os.path.exists(p)), None)
+    if path is None:
+        pytest.fail(f"{program} is missing (Debian's {package}): run `make install`, which installs every "
+                    f"package the targets need (scripts/system-packages.sh)", pytrace=False)
+    return path
 
 
 @pytest.fixture
@@ -652,9 +624,9 @@ def start_chromium(profile_dir):
     """Headless Chromium (Debian's chromium and chromium-driver, installed when missing) on the real
     clock, with its profile in `profile_dir`: the browser is not the service, and libfaketime is for
     the service's processes. A Selenium driver; quit() it."""
-    driver_path = ensure_program("chromedriver", "chromium-driver")
+    driver_path = require_program("chromedriver", "chromium-driver")
     options = Options()
-    options.binary_location = ensure_program("chromium", "chromium")
+    options.binary_location = require_program("chromium", "chromium")
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
                  "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  f"--user-data-dir={profile_dir}"):

@@ -439,6 +439,7 @@ def test_a_setting_out_of_range_is_refused_naming_it_and_nothing_is_stored(datab
     assert sql.one("SELECT abandon_period FROM sales_dialer_config")["abandon_period"] == "30d"
 
 
+@pytest.mark.long
 def test_settings_are_set_and_shown(database_url, sql):
     result = cli(database_url, "config", "set", "abandon_limit=0.05", "abandon_period=24h", "abandon_min_answered=20",
                  "abandon_connect_seconds=3", "enforce_abandon_limit=false", "amd_false_positive_share=0.2")

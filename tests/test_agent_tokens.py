@@ -233,6 +233,7 @@ def test_only_the_crm_key_mints(client, floor, key):
     assert (answer.status_code, answer.get_json()) == (401, {"ok": False, "error": "unauthorized"})
 
 
+@pytest.mark.long
 def test_the_cli_mints_a_token_the_service_accepts(database_url, floor, client):
     result = cli(database_url, "agents", "token", "501", "--lifetime", "600")
     assert result.returncode == 0, result.stderr

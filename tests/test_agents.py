@@ -37,6 +37,7 @@ def outbox(sql):
 
 # --- roster ------------------------------------------------------------------------------------
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_roster_commands(database_url, sql, tmp_path):
     assert cli(database_url, "agents", "add", "501", "4501", "Kavya Iyer", "--skill", "home_loan",
@@ -95,6 +96,7 @@ def test_call_connected_on_a_lead_not_on_a_call_opens_nothing(app, agent, new_le
     assert sql("SELECT * FROM sales_missed_activities") == [] and outbox(sql) == []
 
 
+@pytest.mark.long
 @pytest.mark.clock
 def test_call_connected_command(database_url, agent, new_lead, make_live, sql):
     agent()

@@ -15,7 +15,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 from conftest import ENGINE_SECRET, SECRET, TZ, mint_token
 from wsclient import Client
 
-pytestmark = pytest.mark.slow
+# Each opens the board in Chromium: over 10 s of setup in make test's parallel run (issue #63), so
+# make faults runs them.
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 ENGINE = {"X-API-Key": ENGINE_SECRET}
 # How long the test waits for a change to show: a bound on waiting for the event, not the issue's

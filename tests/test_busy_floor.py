@@ -54,6 +54,7 @@ def live_rows(sql):
     return sql("SELECT oli_id, reservation_id FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1")
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_every_progressive_claimer_released_at_once_gets_a_lead_of_its_own(app, sql, busy_floor):
     def claim(agent_id):

@@ -445,6 +445,7 @@ def test_max_tries_ends_disposed(run, floor_agent, lead_in, sql):
     assert run(claims.claim_next, 501, now + timedelta(days=2)) is None
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.clock
 def test_claim_and_bridge_commands(database_url, floor_agent, lead_in, sql):

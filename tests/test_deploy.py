@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ENGINE_SECRET, ROOT, SECRET, ensure_program, free_port, mint_token, start_gunicorn, start_nginx
+from conftest import ENGINE_SECRET, ROOT, SECRET, require_program, free_port, mint_token, start_gunicorn, start_nginx
 from wsclient import Client
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
@@ -163,7 +163,7 @@ def test_the_systemd_unit_and_the_cron_line_use_the_shipped_files():
 
 
 def test_the_shipped_nginx_site_passes_nginx_t(tmp_path):
-    nginx = ensure_program("nginx", "nginx")
+    nginx = require_program("nginx", "nginx")
     (tmp_path / "nginx.conf").write_text(
         f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
         f"http {{ include {SITE}; }}\n")
@@ -275,6 +275,7 @@ def test_nginxs_own_errors_are_d3_json(proxied, name):
     assert (got, answer["ok"], answer["error"]) == (status, False, code)
 
 
+@pytest.mark.long
 def test_nginx_drops_a_client_that_sends_its_request_slowly(proxied):
     """Issue #17, finding 7: a request line sent a byte every 2 s is cut off after client_header_timeout
     (10 s), long before nginx's default of 60 s, and never reaches gunicorn."""
@@ -294,3 +295,19 @@ def test_nginx_drops_a_client_that_sends_its_request_slowly(proxied):
                 ended = time.monotonic()
                 break
     assert ended is not None and ended - started < 16, "the slow client was still connected"
+
+
+def test_nginx_lets_an_idle_upstream_connection_go_before_any_gunicorn_would_close_it():
+    """Issue #63: a request nginx sends on a connection gunicorn is closing is reset, and during a
+    restart the other host may be the stopping one (a 502). nginx's upstream keepalive_timeout must
+    be shorter than every gunicorn's keepalive: this release's, and gunicorn's default (2 s), which
+    the release before issue #38 runs (the rolling upgrade's previous release)."""
+    from gunicorn.config import Config
+
+    site = (ROOT / "deploy" / "nginx" / "dialerapi.conf").read_text()
+    upstream = re.search(r"upstream dialerapi \{(.*?)\n\}", site, re.S).group(1)
+    seconds = int(re.search(r"^\s*keepalive_timeout (\d+)s;", upstream, re.M).group(1))
+    shipped = subprocess.run([sys.executable, "-c", "import runpy; print(runpy.run_path('deploy/gunicorn.conf.py')"
+                              "['keepalive'])"], cwd=ROOT, capture_output=True, text=True, check=True,
+                             env={**os.environ, "GUNICORN_POOL": "http"})
+    assert seconds < min(Config().keepalive, int(shipped.stdout))

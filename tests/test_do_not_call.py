@@ -194,6 +194,7 @@ def test_removing_a_number_makes_its_leads_claimable_again(client, auth, run, ag
     assert claim_all(run) == ["L"]
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_dnc_commands_add_count_export_and_refuse_a_bad_number(client, auth, run, agent, database_url, sql):
     agent()
@@ -239,6 +240,7 @@ def test_an_import_refuses_a_line_too_long_before_reading_it_whole(database_url,
     assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_dnc")["n"] == 0
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_a_large_import_runs_in_bounded_memory(database_url, tmp_path, sql):
     """The peak memory of `dnc import` is the same for 20,000 and 200,000 numbers: it reads a batch at a time."""

@@ -70,6 +70,7 @@ def test_every_public_path_is_in_the_endpoints_table_as_needing_no_key(app):
 
 # --- item 5: the command finds make run's database ---------------------------------------------------
 
+@pytest.mark.long
 def test_the_command_finds_the_private_database_of_make_run(database_url, sql, tmp_path):
     """Without DATABASE_URL anywhere, `dialerapi` asks scripts/devdb.sh for the private database
     `make run` leaves running (DEVDB_DIR, DEVDB_PORT and DEVDB_NAME place it, as for make)."""
@@ -94,6 +95,7 @@ def test_the_command_finds_the_private_database_of_make_run(database_url, sql, t
 
 # --- item 5: the tour at any hour ---------------------------------------------------------------------
 
+@pytest.mark.long
 def test_config_set_moves_the_work_window_so_the_tour_runs_at_any_hour(database_url, sql):
     result = cli(database_url, "config", "set", "work_start=00:00", "work_end=23:59:59")
     assert result.returncode == 0, result.stderr
@@ -127,6 +129,7 @@ def tour_block():
     return block.strip().removeprefix("```sh").removesuffix("```")
 
 
+@pytest.mark.long
 def test_the_readme_tour_pushes_claims_and_settles_as_it_says(live_server, database_url, sql):
     """The tour's commands run as a newcomer pastes them (in the checkout, keys in the environment, as
     `set -a; . ./.env` leaves them) against a real gunicorn, inside the work window: the clocks of
@@ -203,6 +206,7 @@ def wait_until(check, seconds=30):
     pytest.fail("the page did not show it in time")
 
 
+@pytest.mark.long
 def test_the_sites_api_reference_renders_the_services_own_document(browser, site):
     """reference/api/ runs Swagger UI over the OpenAPI document generated at build time, with no CDN:
     every operation of the service is on the page."""
@@ -222,6 +226,7 @@ def test_the_sites_api_reference_renders_the_services_own_document(browser, site
     assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
 
 
+@pytest.mark.long
 def test_the_sites_cli_and_settings_references_list_every_command_and_setting(site):
     from dialerapi.cli import main
 

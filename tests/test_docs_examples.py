@@ -141,6 +141,7 @@ def test_personal_callbacks_event(client, auth, sql, new_lead, frozen_clock):
 
 # --- Agent desktops ------------------------------------------------------------------------------------------
 
+@pytest.mark.long
 def test_roster_commands(sql, database_url, tmp_path):
     """Each command of the roster example runs, and `agents list` prints the columns and the row shown."""
     from conftest import cli
@@ -419,6 +420,7 @@ def figure_names(text):
     return [line.split()[0] for line in table], sections, [line.split()[0] for line in law]
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_simulate_report(database_url):
     """The report's figures and sections are the example's (docs/simulator.md, a 3-day run of

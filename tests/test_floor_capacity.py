@@ -232,6 +232,7 @@ def test_more_sockets_than_the_old_thread_count_while_the_crm_and_engine_are_ans
     panels_inactive(sql)
 
 
+@pytest.mark.long
 def test_past_capacity_a_socket_is_refused_at_once_with_1013_and_counted(database_url, sql, tmp_path):
     sockets = start_gunicorn(database_url, tmp_path / "sockets.log", pool="sockets", WS_MAX_SOCKETS="20")
     try:

@@ -149,6 +149,7 @@ def write_jsonl(path, rows):
     return path
 
 
+@pytest.mark.long
 def test_excel_and_json_lines_load_the_same_leads_as_the_csv(database_url, sql, tmp_path):
     rows, bad = lead_list(300, bad_every=25)
     loaded, refused = {}, {}
@@ -279,6 +280,7 @@ def wait_for_rows(state, rows, process):
     pytest.fail("the import made no progress")
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
 def test_an_import_killed_halfway_and_resumed_stores_every_good_row_once(database_url, sql, tmp_path, stop):
@@ -424,6 +426,7 @@ def test_progress_is_a_bar_on_a_terminal_and_plain_lines_elsewhere():
     assert "500/10.0k" in terminal.getvalue()
 
 
+@pytest.mark.long
 def test_the_documented_example(database_url, sql, tmp_path, new_lead, make_live):
     """docs/operations/lead-lists.md: the vendor's file, the command, its summary (text and --json)
     and its rejects file, as shown."""

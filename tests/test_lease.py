@@ -157,6 +157,7 @@ def test_the_lease_is_elapsed_time_never_early_across_daylight_saving(app, sql, 
     assert [row["oli_id"] for row in found] == (["DST"] if expired else [])
 
 
+@pytest.mark.long
 def test_release_command(database_url, sql, claimed, new_lead):
     result = cli(database_url, "release", "A")
     assert result.returncode == 0, result.stderr

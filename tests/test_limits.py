@@ -11,7 +11,7 @@ import pytest
 import requests
 
 import faketime
-from conftest import SECRET, ensure_program, free_port, make_app, start_gunicorn
+from conftest import SECRET, require_program, free_port, make_app, start_gunicorn
 
 ENDPOINTS = (
     ("/api/send-callback-request", {"oliId": "ghost", "scheduledAt": "2026-11-22 10:00"}),
@@ -116,7 +116,7 @@ def redis_url(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("redis")
     # Redis keeps the real clock under `make test-clock`: it only times the counters' expiry.
     process = subprocess.Popen(
-        [ensure_program("redis-server", "redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        [require_program("redis-server", "redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(workdir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=faketime.real_clock(os.environ),
     )
@@ -138,6 +138,7 @@ def redis_url(tmp_path_factory):
         process.wait(timeout=10)
 
 
+@pytest.mark.long
 def test_two_processes_share_one_redis_counter(database_url, redis_url, tmp_path):
     servers = [start_gunicorn(database_url, tmp_path / f"gunicorn{n}.log", workers=1, RATELIMIT_STORAGE_URI=redis_url)
                for n in range(2)]

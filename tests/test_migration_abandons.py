@@ -20,7 +20,8 @@ from dialerapi.plumbing.db import connect, get_db
 from dialerapi.rules import dialstate, floor
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
-pytestmark = pytest.mark.slow
+# Over 10 s each with its populated floor (issue #63): make faults runs them, not make test.
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 LEADS = 20000

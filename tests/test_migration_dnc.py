@@ -198,6 +198,7 @@ def test_0012_rolls_back_to_the_previous_schema(populated):
         assert cur.fetchone()["n"] == LEADS
 
 
+@pytest.mark.long
 def test_the_backfill_works_out_every_lead_the_previous_release_wrote_but_a_live_one(populated, sql_session):
     """`dialerapi dnc backfill` after the upgrade: each lead gets its E.164 number, its mark and its
     call zone as a push would give them, so the claim indexes leave listed and sleeping ones out."""
@@ -241,6 +242,7 @@ def test_the_job_works_out_a_batch_a_tick(populated):
     conn.commit()
 
 
+@pytest.mark.long
 def test_pushes_racing_the_backfill_leave_every_lead_s_facts_those_of_its_phone(populated):
     """16 actors released at once: 8 push new phones for the legacy leads (Kolkata numbers become
     New York ones) while 8 run the backfill; afterwards every lead's facts are its own phone's."""

@@ -32,6 +32,7 @@ def api_schema(app):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, suppress_health_check=list(HealthCheck))

@@ -9,6 +9,7 @@ from dialerapi.plumbing.db import Database
 from dialerapi.rules.events import OutboxTail
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_sixteen_writers_committing_out_of_order_lose_no_row_in_100000(database_url):
     writer_db, reader_db = Database(database_url, pool_size=16), Database(database_url, pool_size=1)

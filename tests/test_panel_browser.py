@@ -133,6 +133,7 @@ def test_the_panel_shows_the_agents_personal_callbacks_due_ones_marked(page, bro
     assert cells[:4] == ["DUE-1", "Meena Sundaram", "home_loan", "2026-11-21 09:50:00 (due)"]
 
 
+@pytest.mark.long
 def test_a_callback_falling_due_is_marked_due_on_the_panel_without_an_event(page, browser, floor, new_lead, sql,
                                                                              live_server):
     """The panel counts seconds_until_due on from when it got the list (redrawn every 5 s)."""

@@ -499,6 +499,7 @@ def test_sixteen_agents_through_two_gunicorn_hosts_each_personal_callback_to_its
 
 # --- the setting ----------------------------------------------------------------------------------
 
+@pytest.mark.long
 def test_the_fallback_is_a_floor_setting_the_cli_sets_and_empty_means_never(database_url, sql):
     result = cli(database_url, "config", "set", "personal_callback_fallback_minutes=5")
     assert result.returncode == 0, result.stderr

@@ -96,6 +96,7 @@ def stored(sql, prefix):
             for row in rows}
 
 
+@pytest.mark.long
 def test_every_stored_fact_equals_a_fresh_reading_new_unchanged_and_changed(client, auth, sql, monkeypatch):
     numbers = random_numbers(10_000) + list(FIXTURE_NUMBERS)
     expected = [fresh(text) for text in numbers]

@@ -272,6 +272,7 @@ def test_settle_command(database_url, live_lead, client, auth, sql):
     assert sql.one("SELECT agent_id, hangup_by FROM sales_call_attempts") == {"agent_id": 501, "hangup_by": "customer"}
 
 
+@pytest.mark.long
 def test_settle_command_explains_refusals(database_url, live_lead, new_lead, sql):
     before = live_lead("LIVE")
     unknown_agent = cli(database_url, "settle", "LIVE", "answered", "--agent-id", "999")

@@ -134,6 +134,7 @@ def columns(url):
     return rows
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_cli_upgrade_builds_the_d1_schema_and_is_idempotent(fresh_database, database_url, sql):
     env = {"DATABASE_URL": fresh_database, "WS_SECRET": SECRET}

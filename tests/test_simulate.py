@@ -79,6 +79,7 @@ def test_a_campaign_with_listed_phones_and_mixed_zones_never_dials_them_unlawful
         sql(f"DROP DATABASE `{schema}`")
 
 
+@pytest.mark.long
 def test_a_campaign_with_contact_caps_never_dials_a_number_past_its_cap_and_says_what_they_cost(
         database_url, sql):
     """Issue #50 item 4: Florida numbers shared by several leads, the 3-in-24-hours preset on: no
@@ -120,6 +121,7 @@ def test_a_bad_cap_or_retry_in_a_scenario_is_refused_naming_it(values, message):
     assert message in str(refused.value)
 
 
+@pytest.mark.long
 def test_runs_in_parallel_processes_give_the_figures_of_runs_one_after_another(database_url, sql):
     """Issue #52 item 3: `jobs` plays the replications in processes of their own, each in its own
     schema; the report for the same seeds is the one the runs give one after another, whichever run
@@ -133,6 +135,7 @@ def test_runs_in_parallel_processes_give_the_figures_of_runs_one_after_another(d
     assert schemas_left(sql, database_url) == []
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("mode, personal", [("predictive", 0.8), ("progressive", 0.8), ("predictive", 0.0)])
 def test_a_run_skips_only_claims_that_would_find_nothing(database_url, monkeypatch, mode, personal):
     """Issue #52 item 3: once a claim finds nothing due, a group's pacing rounds (predictive) or an

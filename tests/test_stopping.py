@@ -90,6 +90,7 @@ def wait_for(condition, seconds, what):
         time.sleep(0.1)
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "timeout"])
 def test_a_make_test_stopped_halfway_leaves_nothing_of_its_own_running(tmp_path, stop):
@@ -181,6 +182,7 @@ GROUPS_PROJECT = {
 }
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("selection, serial_run", [("test_where.py", True), ("test_where.py::test_one", False)])
 def test_the_serial_tests_run_after_the_parallel_run_in_one_process(tmp_path, selection, serial_run):
     for name, text in GROUPS_PROJECT.items():

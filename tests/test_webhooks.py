@@ -321,6 +321,7 @@ def test_a_slow_endpoint_does_not_hold_up_another_and_a_long_answer_is_cut(recei
     assert len(sql("SELECT * FROM dialerapi_webhook_deliveries WHERE state = 'delivered'")) == 2
 
 
+@pytest.mark.long
 def test_inside_addresses_are_refused_unless_named(hooks_app, database_url, sql):
     for url in ("http://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data/", "http://[::1]:8080/x",
                 "http://192.168.0.10/", "http://0.0.0.0/", "http://[::ffff:127.0.0.1]/"):
@@ -388,6 +389,7 @@ def test_an_endpoint_takes_only_its_event_types(receiver, endpoint, settle, disp
     assert [r["event"]["type"] for r in calls.requests] == ["lead.call_ended"] and disposals.requests == []
 
 
+@pytest.mark.long
 def test_the_operator_commands(receiver, database_url, settle, dispatcher, sql, frozen_clock):
     hook = receiver()
     env = {"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
