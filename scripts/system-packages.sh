@@ -12,12 +12,15 @@
 # interrupts dpkg: apt runs in a session of its own, outside the stopped process group, and this
 # script waits for it to finish, removes what it set up, then exits 128 + the signal. A SIGKILL
 # (nothing survives it) leaves what the next run repairs: an interrupted dpkg is found at start and
-# finished with `dpkg --configure -a` before anything else. apt never carries DIALERAPI_RUN, the
-# mark by which scripts/supervise.py finds what to stop, so no supervisor ever kills it.
+# finished with `dpkg --configure -a` before anything else. Neither this script nor apt carries
+# DIALERAPI_RUN, the mark by which scripts/supervise.py finds what to stop, so no supervisor ever
+# kills them.
 #
 # DPKG_ADMINDIR (dpkg's own variable) and POLICY_RC_D move the state it reads and the file it
 # writes, for tests/test_system_packages.py.
 set -euo pipefail
+# Unmarked, so that a supervisor stopping the target that ran this leaves it to finish.
+if [ -n "${DIALERAPI_RUN:-}" ]; then exec env -u DIALERAPI_RUN bash "$0" "$@"; fi
 
 PACKAGES=(
   mariadb-server mariadb-client  # scripts/devdb.sh: the private database of every target

@@ -13,6 +13,7 @@ import importlib.util
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -161,3 +162,26 @@ def test_no_test_or_script_but_the_bootstrap_calls_apt():
                 if "apt-get install -y" in text or '"apt-get"' in text or "'apt-get'" in text:
                     callers.append(str(path.relative_to(ROOT)))
     assert callers == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the script installs as root only")
+def test_a_supervisor_stopping_its_target_leaves_the_install_to_finish(fake):
+    """scripts/supervise.py SIGKILLs what carries its mark 7 s after a stop; the bootstrap drops the
+    mark, so a stopped `make test` (or a test running one) never kills a running dpkg."""
+    folder, env = fake
+    process = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "supervise.py"), "bash", str(SCRIPT)],
+                               env={**env, "DIALERAPI_RUN": "outer"}, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(lambda: (folder / "install-started").exists(), "the fake apt-get's install started")
+        apt_pid = int((folder / "install-started").read_text())
+        script_pid = next(pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                          if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(f"bash\0{SCRIPT}".encode()))
+        os.kill(process.pid, signal.SIGTERM)
+        process.wait(timeout=BOUND)
+        assert supervise.alive(apt_pid) and supervise.alive(script_pid)
+    finally:
+        (folder / "release").touch()
+    wait_for(lambda: not supervise.alive(script_pid), "the script ended after apt")
+    assert (folder / "install-finished").exists()
+    assert not (folder / "policy-rc.d").exists()
