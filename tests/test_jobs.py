@@ -72,6 +72,16 @@ def test_a_run_that_outlasts_its_interval_keeps_the_next_tick_off(db, sql):
     assert jobs.run_once_per_tick(db, "prune", 60, TICK + timedelta(seconds=60), lambda: "next") == "next"
 
 
+def test_a_start_a_second_ahead_on_another_hosts_clock_keeps_this_tick_off(db, sql):
+    """Issue #63: a host whose clock is a second behind saw another host's start in its future and ran
+    the job again; only a start more than CLOCK_SKEW_SECONDS ahead (a fall-back night) lets it run."""
+    ahead = TICK + timedelta(seconds=1)
+    assert jobs.run_once_per_tick(db, "blocking", 10, ahead, lambda: "ran") == "ran"
+    assert jobs.run_once_per_tick(db, "blocking", 10, TICK, lambda: "again") is None
+    assert jobs.run_once_per_tick(db, "blocking", 10, ahead - timedelta(seconds=jobs.CLOCK_SKEW_SECONDS + 1),
+                                  lambda: "clock went back") == "clock went back"
+
+
 def test_a_crashed_run_lapses_after_two_intervals(db, sql):
     assert db.run(jobs.claim_tick, "blocking", 10, TICK, "crashed-host:1") is True  # never ended
     assert jobs.run_once_per_tick(db, "blocking", 10, TICK + timedelta(seconds=15), lambda: "ran") is None

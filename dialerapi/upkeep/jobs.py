@@ -43,6 +43,10 @@ FIRST_SWEEP_SECONDS = 5
 # A run counts for the whole tick: another process whose tick comes within this share of the
 # interval after it skips, so workers and hosts started at different moments never double up.
 TICK_SHARE = 0.9
+# Another host's start may lie this far in this host's future and still be this tick's: hosts'
+# clocks differ a little, and the row keeps whole seconds (issue #63: a host a second behind ran a
+# job again a second after another host had).
+CLOCK_SKEW_SECONDS = 2
 # A run that outlasts its interval keeps others off for up to this many intervals; a crashed run's
 # claim lapses after as long.
 LEASE_INTERVALS = 2
@@ -80,9 +84,10 @@ def run_by():
 def claim_tick(conn, name, interval_seconds, now, run_by):
     """Claim this tick of job `name` for `run_by`; True when claimed, False when taken.
 
-    Taken: the last run started less than 0.9 interval before `now`, or a run's lease is still on.
-    A last start later than `now`, or a lease ending more than two intervals after it (the wall
-    clock went back an hour on a fall-back night), does not stop this one. Two claimers at once: on one node the second
+    Taken: the last run started less than 0.9 interval before `now` (or up to CLOCK_SKEW_SECONDS
+    after it: another host's clock a little ahead), or a run's lease is still on. A last start
+    later than that, or a lease ending more than two intervals after `now` (the wall clock went back
+    an hour on a fall-back night), does not stop this one. Two claimers at once: on one node the second
     waits on the row lock and then sees the first's start; on Galera the second loses certification
     at COMMIT (1213) and `Database.run` runs it again, when it sees the same. Raises Conflict when a
     concurrent first run inserted the row, so the claim runs again and reads it.
@@ -96,7 +101,7 @@ def claim_tick(conn, name, interval_seconds, now, run_by):
             raise Conflict(f"job {name} inserted by another process") from None
         return True
     since_start = (now - row["last_started_at"]).total_seconds()
-    if 0 <= since_start < interval_seconds * TICK_SHARE:
+    if -CLOCK_SKEW_SECONDS <= since_start < interval_seconds * TICK_SHARE:
         return False
     if row["lease_until"] is not None and \
             0 < (row["lease_until"] - now).total_seconds() <= interval_seconds * LEASE_INTERVALS:

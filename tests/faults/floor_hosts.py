@@ -9,6 +9,7 @@ to both masters, as `systemctl restart` does (KillMode=mixed: the master only).
 
 import asyncio
 import json
+import math
 import multiprocessing
 import os
 import random
@@ -50,12 +51,22 @@ class Host:
     def start(self, release=None):
         """Start (or start again) both pools, of `release` (a worktree; None: this checkout)."""
         self.release = release
-        now = DEFAULT_NOW + timedelta(seconds=time.monotonic() - self.t0)
         self.sockets = start_gunicorn(self.database_url, self.workdir / f"{self.name}-sockets.log", workers=1,
-                                      now=now, pool="sockets", port=self.sockets_port, release=release,
+                                      now=self._now(), pool="sockets", port=self.sockets_port, release=release,
                                       **self.settings)
-        self.http = start_gunicorn(self.database_url, self.workdir / f"{self.name}-http.log", workers=2, now=now,
-                                   port=self.http_port, release=release, **self.settings, **self.http_settings)
+        self.http = start_gunicorn(self.database_url, self.workdir / f"{self.name}-http.log", workers=2,
+                                   now=self._now(), port=self.http_port, release=release, **self.settings,
+                                   **self.http_settings)
+
+    def _now(self):
+        """The floor's wall clock for a process started at once: DEFAULT_NOW plus the floor's age, taken
+        at a whole second of that age. libfaketime starts a clock at a whole second, so a fraction
+        cut off would leave this pool's clock behind the others' by up to 1 s (and one pool started
+        after the other with the same start, by the seconds between): a job's last start then looks
+        a second in the future to a host, which runs it again as after a fall-back night (issue #63)."""
+        age = time.monotonic() - self.t0
+        time.sleep(math.ceil(age) - age)
+        return DEFAULT_NOW + timedelta(seconds=math.ceil(age))
 
     def stop(self):
         """SIGTERM to both masters at once; returns when both have exited (seconds taken)."""
