@@ -182,37 +182,31 @@ def on_starting(server):
 
 
 # The webhook dispatcher (issue #48) of this host: a process of its own, started by the HTTP pool's
-# master when jobs are on, so its sends never take a request thread's turn at a worker's GIL.
+# master when jobs are on, so its sends never take a request thread's turn at a worker's GIL; kept
+# running by a thread of the master (dialerapi.upkeep.keeper, issue #64).
 dispatcher = None
 
 
 def when_ready(server):
-    """Start `dialerapi webhooks dispatch` beside the HTTP pool's workers when JOBS_ENABLED: it holds
-    the floor's sending lease or waits for it (dialerapi.upkeep.webhooks). It gets SIGTERM when this
-    master dies, however it dies (PR_SET_PDEATHSIG), and at a clean stop (on_exit)."""
+    """Start `dialerapi webhooks dispatch` beside the HTTP pool's workers when JOBS_ENABLED, and start
+    it again within a second whenever it ends (a SIGKILL, the OOM killer): it holds the floor's
+    sending lease or waits for it (dialerapi.upkeep.webhooks). It gets SIGTERM when this master
+    dies, however it dies, and at a clean stop (on_exit)."""
     global dispatcher
     from dialerapi.plumbing.config import load
 
     if pool != "http" or not load()["JOBS_ENABLED"]:
         return
-    import ctypes
-    import signal
-    import subprocess
+    from dialerapi.upkeep.keeper import Keeper
 
-    def die_with_master():
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-    dispatcher = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "dialerapi"), "webhooks", "dispatch"],
-                                  preexec_fn=die_with_master)
+    dispatcher = Keeper([os.path.join(os.path.dirname(sys.executable), "dialerapi"), "webhooks", "dispatch"],
+                        server.log)
+    dispatcher.start()
 
 
 def on_exit(server):
-    if dispatcher is not None and dispatcher.poll() is None:
-        dispatcher.terminate()
-        try:
-            dispatcher.wait(timeout=graceful_timeout)
-        except Exception:
-            dispatcher.kill()
+    if dispatcher is not None:
+        dispatcher.stop(timeout=graceful_timeout)
 
 
 def child_exit(server, worker):

@@ -64,10 +64,59 @@ def holder_pid(sql):
 
 
 def children(pid):
+    """The children of every thread of `pid` (the master starts the dispatcher from a thread of its own)."""
+    found = []
     try:
-        return [int(child) for child in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found.extend(int(child) for child in listed.read().split())
     except OSError:
-        return []
+        pass
+    return found
+
+
+def dispatcher_pid(master_pid):
+    """The pid of the `dialerapi webhooks dispatch` child of gunicorn's master, or None."""
+    for pid in children(master_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"webhooks\0dispatch" in cmdline.read():
+                    return pid
+        except OSError:
+            continue
+    return None
+
+
+def test_a_killed_dispatcher_is_started_again_within_seconds_and_delivers(database_url, sql, tmp_path, new_lead,
+                                                                          make_live):
+    """Issue #64: a SIGKILLed dispatcher (as the OOM killer kills) was never started again, and no
+    webhook left its host. The master starts it again within RESTART_SECONDS, and an event of a
+    settle made after the kill reaches the receiver once the killed one's lease has lapsed."""
+    from test_webhooks import Receiver
+
+    hook = Receiver()
+    for oli_id in ("KEEP-1", "KEEP-2"):
+        new_lead(oli_id)
+        make_live(oli_id)
+    added = cli(database_url, "webhooks", "add", hook.url, **HOSTS_SETTINGS)
+    assert added.returncode == 0, added.stderr
+    host = start_gunicorn(database_url, tmp_path / "host.log", **HOSTS_SETTINGS)
+    try:
+        settle_all(host, ["KEEP-1"])
+        assert hook.arrived.get(timeout=dispatch.LEASE_RETRY_SECONDS + 30)["event"]["oli_id"] == "KEEP-1"
+        first = dispatcher_pid(host.process.pid)
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        killed = time.monotonic()
+        wait_for(lambda: dispatcher_pid(host.process.pid) not in (None, first), 10, "a new dispatcher started")
+        print(f"\nthe dispatcher was started again {time.monotonic() - killed:.1f} s after its SIGKILL")
+        settle_all(host, ["KEEP-2"])
+        delivered = hook.arrived.get(timeout=dispatch.LEASE_SECONDS + dispatch.LEASE_RETRY_SECONDS + 30)
+        assert delivered["event"]["oli_id"] == "KEEP-2"
+        assert "webhooks dispatch (pid %d) ended; starting it again" % first in (tmp_path / "host.log").read_text()
+    finally:
+        hook.close()
+        host.stop()
 
 
 @pytest.mark.slow

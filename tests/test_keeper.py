@@ -1,0 +1,64 @@
+"""The keeper of the webhook dispatcher's process (dialerapi.upkeep.keeper, issue #64): a process it
+keeps is started again after a SIGKILL, also when someone else reaped it first (gunicorn's master
+reaps every child), and not after stop(). A real child (`sleep`) in each test; tests/faults/
+test_webhook_faults.py kills the real dispatcher under gunicorn."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from dialerapi.upkeep.keeper import Keeper
+
+BOUND = 30.0
+
+
+def wait_for(predicate, what):
+    deadline = time.monotonic() + BOUND
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {BOUND} s: {what}")
+        time.sleep(0.02)
+
+
+def running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def keeper():
+    made = []
+
+    def make():
+        made.append(Keeper(["sleep", "1000"], restart_seconds=0.05))
+        made[-1].start()
+        wait_for(lambda: made[-1].pid is not None and running(made[-1].pid), "the first start")
+        return made[-1]
+
+    yield make
+    for kept in made:
+        kept.stop(timeout=5)
+
+
+@pytest.mark.parametrize("reaped_elsewhere", [False, True], ids=["reaped-by-keeper", "reaped-by-the-master"])
+def test_a_killed_process_is_started_again(keeper, reaped_elsewhere):
+    kept = keeper()
+    first = kept.pid
+    os.kill(first, signal.SIGKILL)
+    if reaped_elsewhere:
+        os.waitpid(first, 0)  # as gunicorn's arbiter does in its SIGCHLD handler
+    wait_for(lambda: kept.pid != first and running(kept.pid), "a new process")
+    assert kept.starts == 2
+
+
+def test_after_stop_the_process_ends_and_is_not_started_again(keeper):
+    kept = keeper()
+    pid = kept.pid
+    kept.stop(timeout=5)
+    assert not running(pid)
+    assert kept.starts == 1 and kept.pid == pid
