@@ -340,6 +340,31 @@ def test_inside_addresses_are_refused_unless_named(hooks_app, database_url, sql)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("allowed, url, sent", [
+    ("127.0.0.1:8443", "http://127.0.0.1:8443/hooks", True),
+    ("127.0.0.1:8443", "http://127.0.0.1:3306/", False),
+    ("127.0.0.1:80", "http://127.0.0.1/hooks", True),
+    ("127.0.0.1", "http://127.0.0.1:3306/", True),
+    ("[::1]:8443", "http://[::1]:8443/hooks", True),
+    ("[::1]:8443", "http://[::1]:8000/engine/claim", False),
+    ("localhost:8443, 10.0.0.7", "http://localhost:8443/", True),
+])
+def test_the_allow_list_names_a_receiver_by_host_and_port(allowed, url, sent):
+    """Issue #64: allowing 127.0.0.1 for a receiver allowed MariaDB's and the service's own ports too;
+    `host:port` allows that port only (a host alone still allows every port)."""
+    from dialerapi.plumbing.config import ConfigError, _host_names
+
+    allowed_hosts = _host_names("WEBHOOK_ALLOWED_HOSTS", allowed)
+    if sent:
+        assert resolve(url, allowed_hosts)
+    else:
+        with pytest.raises(Refused, match="WEBHOOK_ALLOWED_HOSTS"):
+            resolve(url, allowed_hosts)
+    for bad in ("127.0.0.1:0", "127.0.0.1:65536", "crm:http", "[::1]:x", "a/b:80"):
+        with pytest.raises(ConfigError, match="WEBHOOK_ALLOWED_HOSTS"):
+            _host_names("WEBHOOK_ALLOWED_HOSTS", bad)
+
+
 def test_sixteen_dispatchers_at_once_send_each_event_once(receiver, endpoint, settle, dispatcher, sql):
     hook = receiver()
     endpoint(hook.url)

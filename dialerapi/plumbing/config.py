@@ -7,6 +7,7 @@ or missing value raises `ConfigError`, whose message is one line naming the vari
 
 import ipaddress
 import os
+import re
 from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
@@ -95,13 +96,30 @@ def _origins(name, value):
 
 
 def _host_names(name, value):
-    """A comma-separated list of host names or IP addresses, lower case, as a frozenset."""
-    hosts = frozenset(item.strip().lower().strip("[]") for item in str(value).split(",") if item.strip())
-    for host in hosts:
-        if not host or any(ch in host for ch in "/:@ ") and not _is_ip(host):
-            raise ConfigError(f"{name} has {host!r}: give host names or IP addresses separated by commas, "
-                              "e.g. crm-receiver.internal,10.0.0.7")
-    return hosts
+    """A comma-separated list of hosts, each a host name or IP address alone (any port) or with a
+    port (`host:port`, `[v6]:port`: that port only), as a frozenset of lower-case strings: a host
+    alone bare (an IPv6 address without brackets), a host with its port as `allowed_key` makes it."""
+    entries = set()
+    for item in (item.strip().lower() for item in str(value).split(",")):
+        if not item:
+            continue
+        host, port = item, None
+        bracketed = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?", item)
+        if bracketed:
+            host, port = bracketed.group(1), bracketed.group(2)
+        elif item.count(":") == 1:
+            host, port = item.split(":")
+        if (not host or any(ch in host for ch in "/:@ []") and not _is_ip(host)
+                or port is not None and not (port.isdigit() and 0 < int(port) < 65536)):
+            raise ConfigError(f"{name} has {item!r}: give host names or IP addresses, each with a port or "
+                              "without (any port), separated by commas, e.g. crm-receiver.internal:8443,10.0.0.7")
+        entries.add(host if port is None else allowed_key(host, int(port)))
+    return frozenset(entries)
+
+
+def allowed_key(host, port):
+    """How WEBHOOK_ALLOWED_HOSTS holds `host` allowed on `port` only: `host:port`, `[v6]:port`."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _is_ip(text):
@@ -299,8 +317,10 @@ SETTINGS = {
     "WEBHOOK_ALLOWED_HOSTS": Setting(
         "", _host_names,
         "Webhook receivers allowed on loopback, link-local, private or metadata addresses, by host name or "
-        "address as the URL names it (comma-separated). Every other such URL is refused when it is added "
-        "and when it is sent to (SSRF, CRM, Results back to your CRM).", "empty (none)"),
+        "address as the URL names it, with the receiver's port (`10.0.0.7:8443`, `[fd00::7]:8443`) or "
+        "without it (every port of that host: the database's and the service's own too); comma-separated. "
+        "Every other such URL is refused when it is added and when it is sent to (SSRF, CRM, Results back "
+        "to your CRM).", "empty (none)"),
     "WEBHOOK_RETRY_HOURS": Setting(
         "24", _positive_int,
         "How long an event is retried to an endpoint that does not answer 2xx, hours, with exponential "

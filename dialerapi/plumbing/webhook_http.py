@@ -7,7 +7,7 @@ HMAC-SHA256 of `id.timestamp.body`; one per secret, space-separated, during a ro
 
 The guard: a URL whose host is, or resolves to, a loopback, link-local (cloud metadata
 169.254.169.254 included), private, reserved, multicast or unspecified address is refused unless
-its host is named in WEBHOOK_ALLOWED_HOSTS. It is checked when an endpoint is added and again, on
+its host is named in WEBHOOK_ALLOWED_HOSTS, alone (any port) or with the URL's port (issue #64). It is checked when an endpoint is added and again, on
 the addresses just resolved, before every send; the POST then connects to one of those addresses
 (the Host header and TLS name stay the URL's), so a DNS answer that changes in between (rebinding)
 cannot reach the inside. Redirects are never followed: a 3xx is a failed attempt.
@@ -22,6 +22,7 @@ import httpx
 from standardwebhooks.webhooks import Webhook
 
 from dialerapi.plumbing import clock
+from dialerapi.plumbing.config import allowed_key
 
 TIMEOUT_SECONDS = 10
 HEAD_BYTES = 200
@@ -47,11 +48,11 @@ def resolve(url, allowed_hosts, getaddrinfo=socket.getaddrinfo):
     host = (parts.hostname or "").lower()
     port = parts.port or (443 if parts.scheme == "https" else 80)
     addresses = sorted({info[4][0] for info in getaddrinfo(host, port, type=socket.SOCK_STREAM)})
-    if host not in allowed_hosts:
+    if host not in allowed_hosts and allowed_key(host, port) not in allowed_hosts:
         inside = [address for address in addresses if _inside(address)]
         if inside:
             raise Refused(f"{host} is {inside[0]}, a loopback, link-local, private or reserved address: "
-                          "name it in WEBHOOK_ALLOWED_HOSTS to allow it")
+                          f"name it in WEBHOOK_ALLOWED_HOSTS ({allowed_key(host, port)}) to allow it")
     return addresses
 
 
