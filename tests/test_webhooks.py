@@ -490,3 +490,45 @@ def test_the_results_through_gunicorn_and_nginx(database_url, tmp_path, receiver
     finally:
         nginx.stop()
         server.stop()
+
+
+def test_health_says_when_no_dispatcher_runs_or_an_event_waits_too_long(receiver, endpoint, settle, dispatcher,
+                                                                        frozen_clock, client, hooks_app):
+    """Issue #64: a dead dispatcher left /health healthy while no webhook left the floor. /health
+    answers 503 with checks.webhooks when an enabled endpoint exists and no dispatcher holds the
+    sending lease, or an event of an endpoint that is not failing has waited longer than
+    WEBHOOK_BACKLOG_ALERT_SECONDS; a failing endpoint's backlog is its receiver's (metrics.webhooks)."""
+    monitor = {"Authorization": f"Bearer {MONITOR_SECRET}"}
+
+    def health():
+        answer = client.get("/health", headers=monitor)
+        return answer.status_code, answer.get_json()["checks"]["webhooks"]
+
+    status, check = health()
+    assert (status, check["ok"], check["endpoints"]) == (200, True, 0)
+    hook = receiver(lambda request: (200, b"ok", {}))
+    endpoint(hook.url)
+    status, check = health()
+    assert status == 503 and not check["ok"] and not check["dispatcher"]["running"]
+    assert "no webhook dispatcher holds the sending lease" in check["error"]
+    sender = dispatcher(by="host-a:7")
+    settle("OLI-1")
+    until_quiet(sender)
+    status, check = health()
+    assert (status, check["ok"], check["dispatcher"]["running"], check["dispatcher"]["holder"]) == (
+        200, True, True, "host-a:7")
+    # The lease lapses: the dispatcher died.
+    move_clock(frozen_clock, seconds=dispatch.LEASE_SECONDS + 1)
+    assert health()[0] == 503
+    # A dispatcher holds the lease again, but an event (not yet sent) has waited past the limit.
+    limit = hooks_app.config["WEBHOOK_BACKLOG_ALERT_SECONDS"]
+    settle("OLI-2")
+    move_clock(frozen_clock, seconds=limit + 1)
+    with hooks_app.app_context():
+        assert get_db().run(webhooks.take_lease, dispatch.LEASE_NAME, "host-a:7", dispatch.utc_now(),
+                            dispatch.LEASE_SECONDS)
+    status, check = health()
+    assert status == 503 and check["dispatcher"]["running"] and check["oldest_undelivered_seconds"] > limit
+    assert "WEBHOOK_BACKLOG_ALERT_SECONDS" in check["error"]
+    until_quiet(sender)
+    assert health()[0] == 200

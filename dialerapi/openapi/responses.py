@@ -191,7 +191,10 @@ class HealthResponseSchema(Schema):
                                                                  "cluster (null off Galera, else wsrep_cluster_size, "
                                                                  "wsrep_local_state_comment, wsrep_ready), "
                                                                  "latency_ms, error}; "
-                                                                 "ami: {ok, configured, host, latency_ms, error}"})
+                                                                 "ami: {ok, configured, host, latency_ms, error}; "
+                                                                 "webhooks: {ok, endpoints, dispatcher: {running, "
+                                                                 "holder, lease_until}, oldest_undelivered_seconds, "
+                                                                 "limit_seconds, error}"})
     metrics = fields.Dict(required=True, metadata={
         "description": "uptime_seconds, requests, pending_actions, open_missed_activities, blocked_agents, "
                        "live_reservations, unleased_reservations, oldest_reservation_seconds, last_sweep_at, "

@@ -321,6 +321,11 @@ SETTINGS = {
         "without it (every port of that host: the database's and the service's own too); comma-separated. "
         "Every other such URL is refused when it is added and when it is sent to (SSRF, CRM, Results back "
         "to your CRM).", "empty (none)"),
+    "WEBHOOK_BACKLOG_ALERT_SECONDS": Setting(
+        "300", _positive_int,
+        "`/health` answers 503 (`checks.webhooks`) when an enabled endpoint that is not failing has an event "
+        "undelivered for longer than this, seconds, or when no webhook dispatcher holds the sending lease "
+        "(issue #64)."),
     "WEBHOOK_RETRY_HOURS": Setting(
         "24", _positive_int,
         "How long an event is retried to an endpoint that does not answer 2xx, hours, with exponential "

@@ -18,6 +18,7 @@ from dialerapi.plumbing import ami, clock, socket_slots
 from dialerapi.plumbing.clock import format_utc
 from dialerapi.plumbing.db import connect, queries
 from dialerapi.rules import compliance, dialstate, dnc, webhooks
+from dialerapi.upkeep import webhooks as dispatch
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,32 @@ def _metrics(conn, tz):
     }
 
 
+def webhooks_check(conn, config, report=None):
+    """Issue #64: whether the floor's webhooks are leaving. {ok, endpoints (enabled), dispatcher:
+    {running (a dispatcher holds the sending lease now), holder (hostname:pid), lease_until (ISO 8601
+    UTC)}, oldest_undelivered_seconds (of the enabled endpoints that are not failing: a failing
+    endpoint's backlog is its receiver's, under metrics.webhooks.failing), limit_seconds
+    (WEBHOOK_BACKLOG_ALERT_SECONDS), error (why not ok, or None)}. Ok when no endpoint is enabled."""
+    now = clock.utcnow().replace(tzinfo=None)
+    report = webhooks.endpoint_report(conn, now) if report is None else report
+    lease = queries.lease(conn, name=dispatch.LEASE_NAME)
+    running = bool(lease and lease["lease_until"] and lease["lease_until"] > now)
+    enabled = [row for row in report if row["enabled"]]
+    waits = [row["oldest_undelivered_seconds"] for row in enabled
+             if row["oldest_undelivered_seconds"] is not None and not row["failing_since"]]
+    oldest = max(waits) if waits else None
+    limit = config["WEBHOOK_BACKLOG_ALERT_SECONDS"]
+    error = None
+    if enabled and not running:
+        error = "no webhook dispatcher holds the sending lease: none is running on any host with JOBS_ENABLED"
+    elif enabled and oldest is not None and oldest > limit:
+        error = f"an event has waited {oldest} s for its webhook (WEBHOOK_BACKLOG_ALERT_SECONDS is {limit})"
+    return {"ok": error is None, "endpoints": len(enabled),
+            "dispatcher": {"running": running, "holder": lease["run_by"] if lease else None,
+                           "lease_until": format_utc(lease["lease_until"]) if lease and lease["lease_until"] else None},
+            "oldest_undelivered_seconds": oldest, "limit_seconds": limit, "error": error}
+
+
 def webhooks_report(conn):
     """Issue #48: {endpoints (how many), enabled, failing: [{id, host, failing_since (ISO 8601 UTC)}],
     disabled: [{id, host, reason}], oldest_undelivered_seconds (the most of any enabled endpoint,
@@ -177,13 +204,14 @@ def _node(conn):
 
 
 def report(app):
-    """The /health body and status (D8): 200 when the database answers now and, when AMI is
-    configured, the last AMI check passed; otherwise 503.
+    """The /health body and status (D8): 200 when the database answers now, when AMI is configured
+    the last AMI check passed, and the webhooks are leaving (webhooks_check, issue #64, newer than
+    D8); otherwise 503.
 
     Body: {ok, status (healthy|unhealthy), checks: {db: {ok, host (DATABASE_URL's first node), node
     (the "host:port" answering now, the first ready node), cluster (null off Galera, else
     wsrep_cluster_size, wsrep_local_state_comment, wsrep_ready), latency_ms, error}, ami: {ok,
-    configured, host, latency_ms, error}}, metrics: {uptime_seconds, requests (by status class),
+    configured, host, latency_ms, error}, webhooks: webhooks_check}, metrics: {uptime_seconds, requests (by status class),
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
     UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
     and refusals per host, issue #27), do_not_call and calling_window (compliance_report, issue
@@ -194,19 +222,21 @@ def report(app):
     config = app.config
     metrics = {}
     node = {"node": None, "cluster": None}
+    hooks = {"ok": True, "error": "not checked: the database did not answer"}
     started = time.monotonic()
     try:
         conn = connect(config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
         try:
             node = _node(conn)
             metrics = _metrics(conn, config["DB_TIMEZONE"])
+            hooks = webhooks_check(conn, config)
         finally:
             conn.close()
         state.record_db(True, latency_ms=round((time.monotonic() - started) * 1000, 2))
     except (pymysql.MySQLError, OSError) as exc:
         state.record_db(False, error=str(exc))
     ami_configured = bool(config["AMI_HOST"])
-    healthy = state.db and (state.ami or not ami_configured)
+    healthy = state.db and (state.ami or not ami_configured) and hooks["ok"]
     with state._lock:
         body = {
             "ok": healthy,
@@ -216,6 +246,7 @@ def report(app):
                        "latency_ms": state.db_latency_ms, "error": state.db_error},
                 "ami": {"ok": state.ami, "configured": ami_configured, "host": config["AMI_HOST"] or None,
                         "latency_ms": state.ami_latency_ms, "error": state.ami_error},
+                "webhooks": hooks,
             },
             "metrics": {"uptime_seconds": round(time.monotonic() - state.started), "requests": dict(state.requests),
                         **metrics},

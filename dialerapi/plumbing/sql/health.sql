@@ -13,6 +13,10 @@ SELECT COUNT(*) FROM sales_agents WHERE outbound_blocked = 1;
 -- name: job_run(name)^
 SELECT last_started_at, last_finished_at, last_result FROM dialerapi_job_runs WHERE name = :name;
 
+-- name: lease(name)^
+-- A lease of dialerapi_job_runs (the webhook dispatcher's, issue #64): who holds it, until when (UTC).
+SELECT run_by, lease_until FROM dialerapi_job_runs WHERE name = :name;
+
 -- name: node_state()^
 -- Whether this is a Galera node and whether it takes work now (docs/operations/galera.md "Scale out").
 SELECT @@global.wsrep_on AS wsrep_on,
