@@ -245,3 +245,78 @@ def test_the_board_page_is_served_with_its_policy(client):
     assert client.get("/board/board.js").status_code == 200
     assert client.get("/board/settings.py").status_code == 404
     assert client.get("/board").status_code == 308
+
+
+@pytest.fixture
+def capped_server(database_url, tmp_path):
+    """A gunicorn of one worker (the caps count per worker process) with small board caps."""
+    from conftest import start_gunicorn
+
+    server = start_gunicorn(database_url, tmp_path / "gunicorn.log", workers=1, BOARD_MAX_PER_TOKEN="2",
+                            BOARD_MAX_PER_SECRET="3")
+    yield server
+    server.stop()
+
+
+def test_sixteen_boards_at_once_on_one_token_open_only_its_cap(floor, capped_server):
+    """Issue #64: 200 boards on one supervisor token took every socket of the HTTP pool, and an agent's
+    panel got `at_capacity`. 16 boards opened at once with one token: BOARD_MAX_PER_TOKEN of them get
+    their snapshot, every other one `too_many_boards` with close 1013 (retry later); SUPERVISOR_SECRET
+    has a cap of its own, and a closed board frees its place."""
+    base = capped_server.base_url
+    url = base.replace("http://", "ws://") + "/board/ws"
+    token = requests.post(base + "/api/supervisor-tokens", json={"name": "Priya"}, headers={"X-API-Key": SECRET},
+                          timeout=10).json()["token"]
+    barrier = threading.Barrier(16)
+    admitted, refused, errors = [], [], []
+    lock = threading.Lock()
+
+    def open_one():
+        try:
+            barrier.wait(timeout=30)
+            client = Client.connect(f"{url}?token={token}")
+            first = frame(client, timeout=10)
+            with lock:
+                (refused if first["event"] == "server_error" else admitted).append((client, first))
+        except Exception as exc:  # counted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    servers = []
+    try:
+        assert errors == []
+        assert [first["event"] for _, first in admitted] == ["board.snapshot"] * 2
+        assert [first["data"] for _, first in refused] == [
+            {"reason": "too_many_boards", "limit": 2, "retry_after": 10}] * 14
+        with pytest.raises(ConnectionClosed) as closed:
+            refused[0][0].receive(timeout=3)
+        assert closed.value.reason == 1013
+        for _ in range(3):
+            servers.append(Client.connect(url, headers={"X-API-Key": SUPERVISOR_SECRET}))
+            assert frame(servers[-1], timeout=10)["event"] == "board.snapshot"
+        servers.append(Client.connect(url, headers={"X-API-Key": SUPERVISOR_SECRET}))
+        assert rejected(servers[-1]) == ("too_many_boards", 1013)
+        admitted[0][0].close()
+        deadline = time.monotonic() + EVENT_SECONDS
+        while True:
+            servers.append(Client.connect(f"{url}?token={token}"))
+            if frame(servers[-1], timeout=10)["event"] == "board.snapshot":
+                break
+            assert time.monotonic() < deadline, "a closed board's place was not freed"
+            time.sleep(0.1)
+    finally:
+        for client, _ in admitted + refused:
+            _close(client)
+        for client in servers:
+            _close(client)
+
+
+def _close(client):
+    try:
+        client.close()
+    except ConnectionClosed:
+        pass

@@ -334,6 +334,14 @@ SETTINGS = {
         "90", _positive_int,
         "How long the agent state history and its daily roll-ups are kept, days (issue #49): the agent "
         "time report reaches this far back; the hourly prune deletes older rows."),
+    "BOARD_MAX_PER_TOKEN": Setting(
+        "5", _positive_int,
+        "Boards one supervisor token may hold open at once on one worker process of a host (issue #64); the "
+        "next is refused with `server_error` `too_many_boards` and close 1013, and the board retries later."),
+    "BOARD_MAX_PER_SECRET": Setting(
+        "20", _positive_int,
+        "Boards a server may hold open with SUPERVISOR_SECRET at once on one worker process of a host "
+        "(issue #64); past it, as BOARD_MAX_PER_TOKEN."),
     "BOARD_PAUSE_ALERT_SECONDS": Setting(
         "900", _positive_int,
         "The supervisor board highlights a pause longer than this, seconds (issue #49)."),

@@ -14,9 +14,14 @@ Frames, server to board, JSON text `{"event": NAME, "data": {...}}`:
   whose wrap-up has just ended, and the tiles when they differ from the last ones sent (read every
   TILES_SECONDS).
 The board sends nothing; a frame from it is ignored. Sockets share the host's socket pool
-(WS_MAX_SOCKETS) with the agents' panels, and close with 1012 when the host drains.
+(WS_MAX_SOCKETS) with the agents' panels, and close with 1012 when the host drains. One
+credential holds at most BOARD_MAX_PER_TOKEN (a supervisor token) or BOARD_MAX_PER_SECRET
+(SUPERVISOR_SECRET) boards open in a worker process; the next gets `server_error`
+`too_many_boards` {limit, retry_after} and close 1013 (issue #64).
 """
 
+import collections
+import hashlib
 import json
 import logging
 import threading
@@ -27,10 +32,10 @@ from flask_sock import Sock
 
 from dialerapi.plumbing import clock
 from dialerapi.rules import agent_states, board
-from dialerapi.web import auth
+from dialerapi.web import agent_tokens, auth
 from dialerapi.web.agent_tokens import InvalidToken
 from dialerapi.web.auth import public
-from dialerapi.web.sockets import RECEIVE_WAKE_SECONDS, SERVICE_RESTART, reject
+from dialerapi.web.sockets import RECEIVE_WAKE_SECONDS, SERVICE_RESTART, TRY_AGAIN_LATER, reject
 
 log = logging.getLogger(__name__)
 
@@ -152,40 +157,89 @@ def feed(app):
         return found
 
 
+class Holders:
+    """The board sockets each credential holds open in this process (issue #64): a supervisor token
+    at most BOARD_MAX_PER_TOKEN, SUPERVISOR_SECRET at most BOARD_MAX_PER_SECRET, so one credential
+    cannot take the sockets the agents' panels need."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._open = collections.Counter()
+
+    def take(self, credential, limit):
+        """Count one more board of `credential`; False (nothing counted) when it holds `limit` already."""
+        with self._lock:
+            if self._open[credential] >= limit:
+                return False
+            self._open[credential] += 1
+            return True
+
+    def give_back(self, credential):
+        with self._lock:
+            self._open[credential] -= 1
+            if self._open[credential] <= 0:
+                del self._open[credential]
+
+
+holders = Holders()
+
+
 def admit(config):
-    """None when this handshake is a supervisor's from an allowed origin, else the refusal's reason."""
+    """(None, credential) when this handshake is a supervisor's from an allowed origin, else (the
+    refusal's reason, None). `credential`: ("secret",) for SUPERVISOR_SECRET, ("token", its SHA-256)
+    for a supervisor token (the token itself is never kept)."""
     if not auth.origin_allowed(request.headers.get("Origin"), request.headers.get("Host"), config["WS_ALLOWED_ORIGINS"]):
-        return "origin_not_allowed"
+        return "origin_not_allowed", None
     if any(request.args.getlist("key")):
-        return "key_in_url"
+        return "key_in_url", None
     keys = auth.presented_keys(request.headers) + [token for token in request.args.getlist("token") if token]
     try:
         caller = auth.identify(keys, config)
     except InvalidToken as exc:
-        return exc.reason
+        return exc.reason, None
     if caller is None or caller.role != auth.SUPERVISOR:
-        return "unauthorized"
-    return None
+        return "unauthorized", None
+    if caller.supervisor is None:
+        return None, ("secret",)
+    token = next(key for key in keys if _names_supervisor(config, key))
+    return None, ("token", hashlib.sha256(token.encode()).hexdigest())
+
+
+def _names_supervisor(config, key):
+    if not agent_tokens.looks_like_token(key):
+        return False
+    try:
+        agent_tokens.verify_supervisor(config, key)
+    except InvalidToken:
+        return False
+    return True
 
 
 def board_socket(ws):
     """One supervisor board's connection; see the module docstring for the protocol."""
     app = current_app._get_current_object()
-    refusal = admit(app.config)
+    refusal, credential = admit(app.config)
     if refusal:
         return reject(ws, refusal)
-    hub = app.extensions["dialerapi.events"]
-    if not hub.take_slot(ws):
-        return None
-    board_feed = feed(app)
+    limit = app.config["BOARD_MAX_PER_SECRET" if credential == ("secret",) else "BOARD_MAX_PER_TOKEN"]
+    if not holders.take(credential, limit):
+        return reject(ws, "too_many_boards", code=TRY_AGAIN_LATER, limit=limit,
+                      retry_after=app.config["WS_RETRY_AFTER_SECONDS"])
     try:
-        hub.start()
-        board_feed.join(ws)
-        while ws.connected:
-            ws.receive(timeout=RECEIVE_WAKE_SECONDS)
+        hub = app.extensions["dialerapi.events"]
+        if not hub.take_slot(ws):
+            return None
+        board_feed = feed(app)
+        try:
+            hub.start()
+            board_feed.join(ws)
+            while ws.connected:
+                ws.receive(timeout=RECEIVE_WAKE_SECONDS)
+        finally:
+            board_feed.leave(ws)
+            hub.slots.release()
     finally:
-        board_feed.leave(ws)
-        hub.slots.release()
+        holders.give_back(credential)
 
 
 def register(blueprint):
