@@ -18,6 +18,11 @@
     key_in_url: "A service key may not travel in the socket's URL."
   };
 
+  // Refusals the board waits out and retries (close 1013), with what to do meanwhile.
+  var WAIT_MESSAGES = {
+    too_many_boards: "Too many boards are open with this sign-in: close one; this board tries again shortly."
+  };
+
   var settings = window.DIALERAPI_BOARD || {};
   var token = settings.token || tokenFromFragment();
   var base = settings.baseUrl || window.location.origin;
@@ -69,7 +74,8 @@
       if (frame.event === "server_error") {
         refused = frame.data.reason in MESSAGES;
         $("problem").hidden = false;
-        $("problem").textContent = MESSAGES[frame.data.reason] || ("The service refused: " + frame.data.reason);
+        $("problem").textContent = MESSAGES[frame.data.reason] || WAIT_MESSAGES[frame.data.reason] ||
+          ("The service refused: " + frame.data.reason);
         return;
       }
       var started = performance.now();
