@@ -61,7 +61,21 @@ def test_the_area_code_table_is_phonenumbers_own_data():
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     assert AREA_CODES == generator.area_codes()
-    assert (AREA_CODES[305], AREA_CODES[813], AREA_CODES[405], AREA_CODES[212]) == ("FL", "FL", "OK", "NY")
+    assert (AREA_CODES[305], AREA_CODES[813], AREA_CODES[405], AREA_CODES[212]) == (("FL",), ("FL",), ("OK",), ("NY",))
+
+
+def test_area_codes_named_only_by_longer_prefixes_are_in_the_table():
+    """Issue #65: 203, 310, 713 and 718 have no 4-digit entry in the geocoding data, only longer ones,
+    and were missing: a US-TX cap let calls to +1 713 through. A code whose exchanges lie in two
+    states counts for both."""
+    assert {code: AREA_CODES.get(code) for code in (203, 310, 713, 718)} == {
+        203: ("CT",), 310: ("CA",), 713: ("TX",), 718: ("NY",)}
+    assert contact_caps.regions_of(17135550123) == {"US", "US-TX"}
+    assert contact_caps.regions_of(13105550123) == {"US", "US-CA"}
+    split = {code: states for code, states in AREA_CODES.items() if len(states) > 1}
+    assert split and all(len(states) == 2 for states in split.values())
+    code, states = next(iter(split.items()))
+    assert contact_caps.regions_of(int(f"1{code}5550123")) == {"US", *(f"US-{state}" for state in states)}
 
 
 def test_presets_are_shipped_off_and_the_commands_list_enable_and_disable_them(database_url, command, sql):
@@ -69,6 +83,7 @@ def test_presets_are_shipped_off_and_the_commands_list_enable_and_disable_them(d
     listed = cli(database_url, "caps", "list")
     assert listed.returncode == 0, listed.stderr
     assert PRESET in listed.stdout and "reg-f-7-in-7" in listed.stdout
+    assert "a US state (US-FL) is the one of its area code" in listed.stdout
     assert {row["name"]: row["enabled"] for row in sql("SELECT name, enabled FROM dialerapi_contact_caps")} == {
         PRESET: 0, "reg-f-7-in-7": 0}
     assert command("caps", "enable", PRESET).exit_code == 0

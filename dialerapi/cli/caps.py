@@ -15,6 +15,11 @@ def caps_group():
     and reg-f-7-in-7."""
 
 
+HOW_REGIONS_ARE_FOUND = (
+    "A number's country is the one of its E.164 form; a US state (US-FL) is the one of its area code, from "
+    "phonenumbers' geocoding data (every entry of the code; a code in two states counts for both).")
+
+
 @caps_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the caps as JSON.")
 def caps_list(as_json):
@@ -28,6 +33,7 @@ def caps_list(as_json):
         limit = f"{cap['max_attempts']}/{cap['per']}"
         click.echo(f"{cap['name']:<30} {'on' if cap['enabled'] else 'off':<4} {limit:>10}  "
                    f"{cap['region'] or 'all':<14} {cap['form_type'] or 'all':<16} {cap['source'] or ''}")
+    click.echo(HOW_REGIONS_ARE_FOUND)
 
 
 def _switch(name, on):

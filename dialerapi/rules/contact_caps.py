@@ -130,7 +130,7 @@ def window_seconds(text):
 def check_regions(text):
     """The regions of `--region` ('US-FL,US-OK', 'GB') as a tuple. Raises InvalidCap naming the one not known."""
     regions = tuple(part.strip().upper() for part in str(text).split(",") if part.strip())
-    states = set(AREA_CODES.values())
+    states = {state for found in AREA_CODES.values() for state in found}
     for region in regions:
         country, _, state = region.partition("-")
         if country not in phonenumbers.SUPPORTED_REGIONS:
@@ -144,16 +144,15 @@ def check_regions(text):
 
 def regions_of(number):
     """The regions number `number` (E.164 digits, an int) is in: its country, and for a US number
-    its state by area code (`US-FL`). A frozenset, empty when phonenumbers cannot place it."""
+    its state by area code (`US-FL`; both states of a code that lies in two, issue #65). A
+    frozenset, empty when phonenumbers cannot place it."""
     parsed = phones.parse_e164(number)
     if parsed is None:
         return frozenset()
     country = phonenumbers.region_code_for_number(parsed)
     found = {country} if country else set()
     if country == "US":
-        state = AREA_CODES.get(int(str(parsed.national_number)[:3]))
-        if state:
-            found.add(f"US-{state}")
+        found.update(f"US-{state}" for state in AREA_CODES.get(int(str(parsed.national_number)[:3]), ()))
     return frozenset(found)
 
 
