@@ -320,3 +320,24 @@ def _close(client):
         client.close()
     except ConnectionClosed:
         pass
+
+
+@pytest.mark.parametrize("name", [
+    "P" * 64,
+    "".join(chr(0x4E00 + 97 * n) for n in range(64)),  # CJK, 3 bytes each: 296 characters before issue #66
+    "".join(chr(0x1F300 + 13 * n) for n in range(64)),  # outside the BMP, 4 bytes each: the longest
+    '"' * 64,
+])
+def test_every_token_the_service_mints_opens_the_board(client, floor, name):
+    """Issue #66: a 64-character CJK name got a 201 and a token every route then refused as
+    `invalid_token`. A token minted for any name the request takes, at the longest lifetime, is
+    accepted; the bound on a token's length is the longest such token, and one character more is
+    refused before any signature work."""
+    token = supervisor_token(client, name, lifetimeSeconds=86400)
+    assert len(token) <= agent_tokens.MAX_TOKEN_CHARS
+    assert client.get("/api/board", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    padded = token + "A" * (agent_tokens.MAX_TOKEN_CHARS + 1 - len(token))
+    too_long = client.get("/api/board", headers={"Authorization": f"Bearer {padded}"})
+    assert too_long.status_code == 401 and too_long.get_json()["reason"] == "invalid_token"
+    refused = client.post("/api/supervisor-tokens", json={"name": name + "x"}, headers={"X-API-Key": SECRET})
+    assert refused.status_code == 400

@@ -23,8 +23,23 @@ from dialerapi.plumbing import clock
 
 SALT = "dialerapi.agent-token"
 SUPERVISOR_SALT = "dialerapi.supervisor-token"
-# A token is about 90 characters; anything longer is refused before any signature work.
-MAX_TOKEN_CHARS = 256
+# The longest supervisor name, in characters (POST /api/supervisor-tokens, schemas.SupervisorTokenRequest).
+MAX_NAME_CHARS = 64
+
+
+def _longest_token():
+    """The length of the longest token a valid request can mint (issue #66: a 64-character CJK name
+    made a token every route then refused): a supervisor name of MAX_NAME_CHARS characters of 4
+    bytes each (itsdangerous writes JSON as UTF-8; a printable character is at most 4 bytes, an
+    escaped quote 2), an `exp` of 11 digits, not compressed (itsdangerous compresses only what it
+    shortens), in base64, then a dot and the SHA-256 signature's 43 base64 characters."""
+    payload = len('{"supervisor":"","exp":}') + 4 * MAX_NAME_CHARS + 11
+    return -(-payload * 4 // 3) + 1 + 43
+
+
+# An agent's token is about 90 characters, a supervisor's up to this; anything longer is refused
+# before any signature work.
+MAX_TOKEN_CHARS = _longest_token()
 
 
 class InvalidToken(Exception):

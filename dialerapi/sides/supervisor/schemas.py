@@ -7,6 +7,7 @@ from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_lo
 from marshmallow.validate import Length, Regexp
 
 from dialerapi.rules import agent_states
+from dialerapi.web.agent_tokens import MAX_NAME_CHARS
 from dialerapi.web.fields import EMPLOYEE_ID, Text, TokenLifetime
 
 DAY = Regexp(r"\d{4}-\d{2}-\d{2}\Z", error="must be a day, YYYY-MM-DD")
@@ -46,7 +47,7 @@ class SupervisorTokenRequest(TokenLifetime):
     class Meta:
         unknown = RAISE
 
-    name = Text(required=True, validate=Length(1, 64, error="must be 1 to 64 characters"))
+    name = Text(required=True, validate=Length(1, MAX_NAME_CHARS, error=f"must be 1 to {MAX_NAME_CHARS} characters"))
     @validates_schema
     def printable(self, data, **kwargs):
         if "name" in data and not data["name"].isprintable():
