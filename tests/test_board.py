@@ -165,6 +165,8 @@ def board(live_server, sql):
     ("", {"X-API-Key": ENGINE_SECRET}, "unauthorized"),
     ("", {"X-API-Key": MONITOR_SECRET}, "unauthorized"),
     (f"key={SUPERVISOR_SECRET}", {}, "key_in_url"),
+    (f"token={SUPERVISOR_SECRET}", {}, "key_in_url"),  # issue #66: `token=` is for tokens only
+    (f"token={SECRET}", {}, "key_in_url"),
     ("token=not.a-token", {}, "invalid_token"),
     ("", {"X-API-Key": SUPERVISOR_SECRET, "Origin": "https://elsewhere.example"}, "origin_not_allowed"),
 ])
@@ -341,3 +343,16 @@ def test_every_token_the_service_mints_opens_the_board(client, floor, name):
     assert too_long.status_code == 401 and too_long.get_json()["reason"] == "invalid_token"
     refused = client.post("/api/supervisor-tokens", json={"name": name + "x"}, headers={"X-API-Key": SECRET})
     assert refused.status_code == 400
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/api/board"), ("GET", "/api/lead-events"), ("GET", "/healthz"),
+                                          ("POST", "/engine/floor"), ("GET", "/api/pause-reasons")])
+@pytest.mark.parametrize("secret", [SECRET, ENGINE_SECRET, MONITOR_SECRET, SUPERVISOR_SECRET])
+def test_a_service_key_in_any_query_parameter_is_refused_on_every_route(client, method, path, secret):
+    """Issue #66: keys travel in a header only (a URL is logged, kept in history, seen by proxies);
+    any query parameter carrying any caller's key is refused with `key_in_url`, the right header
+    or none, public routes included."""
+    for query in (f"key={secret}", f"token={secret}", f"x=1&note={secret}"):
+        answer = client.open(f"{path}?{query}", method=method, headers={"X-API-Key": secret}, json={})
+        assert (answer.status_code, answer.get_json()) == (
+            401, {"ok": False, "error": "unauthorized", "reason": "key_in_url"}), (path, query)

@@ -93,9 +93,11 @@ def test_a_wrong_or_missing_key_is_refused_with_1008(connect, floor, query, head
     assert rejected(connect(query, headers)) == ("unauthorized", 1008)
 
 
-@pytest.mark.parametrize("query", ["agentId=501&key=wrong", f"agentId=501&key={SECRET}"])
+@pytest.mark.parametrize("query", ["agentId=501&key=wrong", f"agentId=501&key={SECRET}",
+                                   f"agentId=501&token={SECRET}", f"agentId=501&token={ENGINE_SECRET}"])
 def test_the_service_key_in_the_url_is_refused_with_1008(connect, floor, query):
-    """D9, issue #28: a key in a URL ends up in a browser; refused by default, right or wrong."""
+    """D9, issue #28: a key in a URL ends up in a browser; refused by default, right or wrong; in
+    `token=` (issue #66: it opened the socket with the CRM key), always."""
     assert rejected(connect(query, {})) == ("key_in_url", 1008)
 
 

@@ -31,6 +31,8 @@ from dialerapi.web.errors import ApiError
 
 KEY_HEADERS = ("X-API-Key", "X-Access-Key")
 ENGINE_PREFIX = "/engine/"
+# The sockets answer a refusal in their handshake (server_error and a close code), not as HTTP.
+SOCKET_PATHS = ("/ws", "/board/ws")
 
 CRM, ENGINE, MONITOR, AGENT, SUPERVISOR = "crm", "engine", "monitor", "agent", "supervisor"
 
@@ -112,10 +114,23 @@ def roles_for(view, path):
     return getattr(view, "roles", None) or ((ENGINE,) if path.startswith(ENGINE_PREFIX) else (CRM,))
 
 
+def keys_in_url(args, config, skip=()):
+    """Whether a query parameter of `args` (request.args) other than those named in `skip` carries a
+    service key (any caller's, current or previous). Keys travel in headers only (issue #66): a URL
+    is written to logs, browser history and proxies; `token=` is for agent and supervisor tokens."""
+    values = [value for name, values in args.lists() if name not in skip for value in values if value]
+    secrets = [config.get(name, "") for names in CALLER_KEYS.values() for name in names]
+    return bool(values) and key_matches(values, secrets)
+
+
 def require_key():
     """before_request hook: let the request through when its view is public or a presented credential
-    opens it (the Caller is then `g.caller`); raise 401 `unauthorized` or 403 `forbidden` otherwise."""
+    opens it (the Caller is then `g.caller`); raise 401 `unauthorized` or 403 `forbidden` otherwise,
+    and 401 `unauthorized` reason `key_in_url` on any route when a query parameter carries a service
+    key (the sockets, /ws and /board/ws, refuse it in their own handshake)."""
     view = current_app.view_functions.get(request.endpoint)
+    if request.path not in SOCKET_PATHS and keys_in_url(request.args, current_app.config):
+        raise ApiError(401, "unauthorized", reason="key_in_url")
     if getattr(view, "public", False):
         return
     try:

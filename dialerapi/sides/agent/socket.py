@@ -306,6 +306,9 @@ def admit(config):
     url_keys = [key for key in request.args.getlist("key") if key]
     if url_keys and not config["WS_ALLOW_KEY_IN_URL"]:
         return None, "key_in_url"
+    # A service key in any other parameter (`token=` included) is refused whatever that setting says.
+    if auth.keys_in_url(request.args, config, skip=("key",)):
+        return None, "key_in_url"
     keys = auth.presented_keys(request.headers) + [token for token in request.args.getlist("token") if token]
     try:
         caller = auth.identify(keys, config)

@@ -190,7 +190,7 @@ def admit(config):
     for a supervisor token (the token itself is never kept)."""
     if not auth.origin_allowed(request.headers.get("Origin"), request.headers.get("Host"), config["WS_ALLOWED_ORIGINS"]):
         return "origin_not_allowed", None
-    if any(request.args.getlist("key")):
+    if any(request.args.getlist("key")) or auth.keys_in_url(request.args, config):
         return "key_in_url", None
     keys = auth.presented_keys(request.headers) + [token for token in request.args.getlist("token") if token]
     try:
