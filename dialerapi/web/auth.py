@@ -118,9 +118,11 @@ def keys_in_url(args, config, skip=()):
     """Whether a query parameter of `args` (request.args) other than those named in `skip` carries a
     service key (any caller's, current or previous). Keys travel in headers only (issue #66): a URL
     is written to logs, browser history and proxies; `token=` is for agent and supervisor tokens."""
+    if not args:  # the engine's and the CRM's writes: no query string, no work
+        return False
     values = [value for name, values in args.lists() if name not in skip for value in values if value]
-    secrets = [config.get(name, "") for names in CALLER_KEYS.values() for name in names]
-    return bool(values) and key_matches(values, secrets)
+    return bool(values) and key_matches(values, [config.get(name, "") for names in CALLER_KEYS.values()
+                                                 for name in names])
 
 
 def require_key():
