@@ -343,6 +343,10 @@ def test_every_token_the_service_mints_opens_the_board(client, floor, name):
     assert too_long.status_code == 401 and too_long.get_json()["reason"] == "invalid_token"
     refused = client.post("/api/supervisor-tokens", json={"name": name + "x"}, headers={"X-API-Key": SECRET})
     assert refused.status_code == 400
+    # board.md: from 1 s to AGENT_TOKEN_MAX_SECONDS (24 h), 12 h when not given.
+    longer = client.post("/api/supervisor-tokens", json={"name": name, "lifetimeSeconds": 86401},
+                         headers={"X-API-Key": SECRET})
+    assert longer.status_code == 400
 
 
 @pytest.mark.parametrize("method, path", [("GET", "/api/board"), ("GET", "/api/lead-events"), ("GET", "/healthz"),

@@ -68,6 +68,68 @@ def test_every_public_path_is_in_the_endpoints_table_as_needing_no_key(app):
     assert set(re.findall(r"`(/[^`]*)`", anyone)) == listed, "the key table's row of paths open to anyone"
 
 
+# The Auth column of docs/reference/endpoints.md and the callers each opens (web.auth's roles).
+AUTH_ROLES = {
+    "yes": {"crm"},
+    "yes, or the agent's token": {"crm", "agent"},
+    "`SUPERVISOR_SECRET` or a supervisor token": {"supervisor"},
+    "yes, or `SUPERVISOR_SECRET` or a supervisor token": {"crm", "supervisor"},
+    "yes, or `MONITOR_SECRET`": {"crm", "monitor"},
+    "`ENGINE_SECRET`": {"engine"},
+}
+
+
+def route_roles(app):
+    """{path as the docs write it: set of roles} of every route that takes a credential."""
+    from dialerapi.web import auth
+
+    roles = {}
+    for rule in app.url_map.iter_rules():
+        view = app.view_functions[rule.endpoint]
+        if not getattr(view, "public", False):
+            path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)
+            roles[path] = set(auth.roles_for(view, rule.rule))
+    return roles
+
+
+def key_table_paths(keys, caller):
+    """The paths (method words dropped) in the `opens` cell of the key table's row of `caller`."""
+    row = next(line for line in keys.splitlines() if line.startswith(f"| {caller} |"))
+    return {re.sub(r"^[A-Z]+ ", "", path) for path in re.findall(r"`([A-Z]* ?/[^`]*)`", row.split(" | ")[2])}
+
+
+def test_every_key_and_path_the_docs_name_is_the_one_the_routes_declare(app):
+    """Issue #66: keys.md said the CRM key opens every path but /engine/, yet GET /api/board refused it;
+    security.md's public paths left out /board/ and /favicon.ico. The endpoints table's Auth, the
+    key table's rows and security.md's public paths are held to the routes' own declarations
+    (web.auth: @public, @opens, /engine/ for the engine)."""
+    roles = route_roles(app)
+    documented = {}
+    for paths, auth_text in endpoint_rows():
+        if auth_text in AUTH_ROLES:
+            for path in paths:
+                documented[path] = AUTH_ROLES[auth_text]
+    assert documented == roles, "the endpoints table's Auth column"
+    keys = (DOCS / "operations" / "keys.md").read_text(encoding="utf-8")
+    by_role = {role: {path for path, opened in roles.items() if role in opened}
+               for role in ("crm", "engine", "monitor", "agent", "supervisor")}
+    crm_row = key_table_paths(keys, "the CRM (and the agent desktop's server)")
+    closed_to_crm = set(roles) - by_role["crm"]
+    assert {path for path in crm_row if path != "/ws" and not path.startswith("/api/agent-tokens")} == {
+        "/api/board", "/engine/"}
+    assert closed_to_crm == {path for path in roles if path.startswith("/engine/")} | {"/api/board"}
+    assert key_table_paths(keys, "the dialing engine") == {"/engine/"}
+    assert by_role["engine"] == {path for path in roles if path.startswith("/engine/")}
+    assert key_table_paths(keys, "the monitor (cron, Prometheus)") == by_role["monitor"]
+    assert key_table_paths(keys, "one agent's panel (a browser)") == by_role["agent"] | {"/ws"}
+    assert key_table_paths(keys, "a supervisor's board (a browser)") - {"/api/supervisor-tokens"} == \
+        by_role["supervisor"] | {"/board/ws"}
+    security = (DOCS / "operations" / "security.md").read_text(encoding="utf-8")
+    public = security.split("**Public without a key**:")[1].split("Everything else")[0]
+    listed = set().union(*(paths for paths, auth_text in endpoint_rows() if auth_text == "no"))
+    assert set(re.findall(r"`(/[^`]*)`", public)) == listed, "security.md's public paths"
+
+
 # --- item 5: the command finds make run's database ---------------------------------------------------
 
 @pytest.mark.long
