@@ -360,3 +360,50 @@ def test_a_service_key_in_any_query_parameter_is_refused_on_every_route(client, 
         answer = client.open(f"{path}?{query}", method=method, headers={"X-API-Key": secret}, json={})
         assert (answer.status_code, answer.get_json()) == (
             401, {"ok": False, "error": "unauthorized", "reason": "key_in_url"}), (path, query)
+
+
+class RecordingSocket:
+    """A board socket that keeps what it was sent."""
+
+    def __init__(self):
+        self.frames = []
+
+    def send(self, text):
+        self.frames.append(json.loads(text))
+
+    def rows(self):
+        """{agent_id: row} as this board has them after every frame."""
+        rows = {}
+        for message in self.frames:
+            if message["event"] == "board.snapshot":
+                rows = {row["agent_id"]: row for row in message["data"]["agents"]}
+            elif message["event"] == "board.update":
+                rows.update({row["agent_id"]: row for row in message["data"]["agents"]})
+                for agent_id in message["data"]["removed"]:
+                    rows.pop(agent_id, None)
+        return rows
+
+
+def test_a_board_joining_never_changes_what_another_board_was_sent(app, client, floor):
+    """Issue #64 item 3: BoardFeed.join() overwrote the rows the feed diffs against with its snapshot,
+    so a change the snapshot already held was never sent to the boards open before it (9 of 107
+    changes missed with a board joining every 0.2 s). Here: board A open; agent 501 pauses and 502
+    is removed; board B joins before the hub's poll reports them; the poll's update brings A both,
+    and every board then shows what GET /api/board does."""
+    from dialerapi.sides.supervisor.board import BoardFeed
+
+    feed = BoardFeed(app)
+    first, second = RecordingSocket(), RecordingSocket()
+    with app.app_context():
+        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        feed.join(first)
+        get_db().run(agents.pause, 501, "tea")
+        get_db().run(claims.set_availability, 502, panel_active=True)
+        get_db().run(agents.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
+        feed.join(second)
+        feed.changed({501, 502})
+    served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
+    truth = {row["agent_id"]: row for row in served["agents"]}
+    assert first.rows() == truth, "the board open before the join"
+    assert second.rows() == truth
+    assert (truth[501]["state"], 502 in truth) == ("paused", False)

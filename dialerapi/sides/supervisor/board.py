@@ -68,15 +68,28 @@ class BoardFeed:
         return {"pause_alert_seconds": self.app.config["BOARD_PAUSE_ALERT_SECONDS"], "amber_points": board.AMBER_POINTS}
 
     def join(self, ws):
-        """Send `ws` the snapshot and add it to the feed."""
+        """Send `ws` the snapshot and add it to the feed.
+
+        A join never changes what the open boards were sent (issue #64: it used to overwrite the
+        feed's rows with its snapshot, so a change the snapshot already held was never sent to the
+        boards open before it). The rows and tiles the feed keeps are those its updates sent; a row
+        of the snapshot that differs from them (a change no poll has reported yet, an agent the feed
+        has not seen) is read again at the next update and sent to every board, the new one too,
+        and so are the tiles."""
         tz = self.app.config["DB_TIMEZONE"]
         with self._lock:
             data = self.app.extensions["dialerapi.db"].run_snapshot(board.snapshot, clock.now(tz), tz)
             ws.send(_frame("board.snapshot", {**data, "settings": self.settings()}))
+            if not self._sockets:  # the first board: the snapshot is all any board was sent
+                self._rows = {row["agent_id"]: row for row in data["agents"]}
+                self._tiles = data["floor"]
+                self._tiles_read = time.monotonic()
+            else:
+                self._pending |= {row["agent_id"] for row in data["agents"]
+                                  if row != self._rows.get(row["agent_id"])}
+                self._pending |= set(self._rows) - {row["agent_id"] for row in data["agents"]}
+                self._tiles_read = 0.0
             self._sockets.add(ws)
-            self._rows = {row["agent_id"]: row for row in data["agents"]}
-            self._tiles = data["floor"]
-            self._tiles_read = time.monotonic()
 
     def leave(self, ws):
         with self._lock:
