@@ -407,3 +407,25 @@ def test_a_board_joining_never_changes_what_another_board_was_sent(app, client, 
     assert first.rows() == truth, "the board open before the join"
     assert second.rows() == truth
     assert (truth[501]["state"], 502 in truth) == ("paused", False)
+
+
+def test_the_boards_now_is_the_service_clock_to_the_millisecond(app, client, floor, frozen_clock):
+    """Issue #64: the page sets its timers' clock from each frame's `now`; a whole-second `now` kept
+    them up to a second behind and stood them still while frames came more than once a second."""
+    from datetime import timedelta, timezone
+
+    from conftest import DEFAULT_NOW, aware
+    from dialerapi.sides.supervisor.board import BoardFeed
+
+    moment = aware(DEFAULT_NOW) + timedelta(seconds=7, milliseconds=250)
+    frozen_clock(moment)
+    expected = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.250Z")
+    board = RecordingSocket()
+    with app.app_context():
+        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        feed = BoardFeed(app)
+        feed.join(board)
+        get_db().run(agents.pause, 501, "tea")
+        feed.changed({501})
+    assert [message["data"]["now"] for message in board.frames] == [expected, expected]
+    assert client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()["now"] == expected

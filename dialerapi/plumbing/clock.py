@@ -132,6 +132,13 @@ def format_wall_clock(moment):
     return None if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def format_utc_ms(moment):
+    """ISO 8601 UTC with milliseconds and a `Z` of an aware datetime: the board's "now" (issue #64: a
+    timer set from a whole-second "now" at every frame ran up to a second behind, and stood still
+    while frames came faster than once a second)."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def format_utc(moment, tz=timezone.utc):
     """ISO 8601 UTC with a `Z` (D2 output of missed-activity times) of a naive datetime in `tz`.
 

@@ -40,6 +40,7 @@ def tiles(conn, now, tz):
 
 
 def snapshot(conn, now, tz):
-    """{"now" (ISO 8601 UTC), "floor": tiles, "agents": board_rows of every agent}: the board at `now`."""
-    return {"now": clock.format_utc(clock.to_utc(now, tz)), "floor": tiles(conn, now, tz),
+    """{"now" (ISO 8601 UTC to the millisecond: the service clock as the snapshot is read), "floor":
+    tiles, "agents": board_rows of every agent}: the board at `now` (wall-clock, to the second)."""
+    return {"now": clock.format_utc_ms(clock.utcnow()), "floor": tiles(conn, now, tz),
             "agents": agent_states.board_rows(conn, now, tz)}

@@ -6,9 +6,10 @@ refused (`key_in_url`). The Origin rule is the agents' socket's (WS_ALLOWED_ORIG
 `server_error` {reason} and close 1008, as on /ws.
 
 Frames, server to board, JSON text `{"event": NAME, "data": {...}}`:
-- `board.snapshot` {now, settings: {pause_alert_seconds, amber_points}, floor, agents} on connect
+- `board.snapshot` {now (ISO 8601 UTC to the millisecond, the service clock), settings:
+  {pause_alert_seconds, amber_points}, floor, agents} on connect
   (and so after every reconnect): rules.board.snapshot;
-- `board.update` {now, agents: [changed rows], removed: [agent_id], floor?}: one frame per batch of
+- `board.update` {now (as the snapshot's), agents: [changed rows], removed: [agent_id], floor?}: one frame per batch of
   changes, with the rows of the agents whose state, call or missed activities changed since the
   last frame (the outbox and the agent state history, tailed by the agents' EventHub), the agents
   whose wrap-up has just ended, and the tiles when they differ from the last ones sent (read every
@@ -118,7 +119,7 @@ class BoardFeed:
         if not wanted and not read_tiles:
             return
         db = self.app.extensions["dialerapi.db"]
-        data = {"now": now_utc, "agents": [], "removed": []}
+        data = {"now": clock.format_utc_ms(clock.utcnow()), "agents": [], "removed": []}
         if wanted:
             rows = {row["agent_id"]: row for row in db.run(agent_states.board_rows, now, tz, sorted(wanted))}
             data["agents"] = [row for agent_id, row in sorted(rows.items()) if row != self._rows.get(agent_id)]
