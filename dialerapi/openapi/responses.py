@@ -375,7 +375,8 @@ class BoardAgentSchema(Schema):
 
 class BoardResponseSchema(Schema):
     ok = fields.Boolean(required=True)
-    now = fields.String(required=True, metadata={"example": "2026-11-21T10:00:05Z", "description": "UTC"})
+    now = fields.String(required=True, metadata={"example": "2026-11-21T10:00:05.250Z",
+                                                  "description": "The service clock, UTC, to the millisecond"})
     floor = fields.Nested(BoardFloorSchema, required=True)
     agents = fields.List(fields.Nested(BoardAgentSchema), required=True)
 
