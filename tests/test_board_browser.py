@@ -194,6 +194,25 @@ def test_the_board_fits_a_laptop_and_a_wall_screen(board, browser, floor, live_s
         browser.set_window_size(1366, 768)
 
 
+def test_the_campaign_filter_keeps_its_choice_and_its_options_through_tile_frames(board, browser, floor,
+                                                                                  live_server, new_lead):
+    """Issue #64: the campaign filter was rebuilt at every tiles frame (19 times in 10 s), closing an
+    open dropdown. Its options are the same elements after tile frames that change no campaign, and
+    the supervisor's choice stays."""
+    board()
+    wait_for(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#filter-form-type option")) == 3)
+    browser.execute_script("var s = document.getElementById('filter-form-type'); s.value = 'home_loan';"
+                           "s.dispatchEvent(new Event('change')); s.options[1].dataset.kept = 'yes';")
+    frames = browser.execute_script("return window.DialerBoard.frames")
+    for n in range(3):  # leads due change the tiles: a tiles frame each
+        new_lead(f"OLI-F-{n}", form_type="credit_card")
+        wait_for(browser, lambda n=n: browser.execute_script("return window.DialerBoard.frames") > frames + n)
+    kept = browser.execute_script("var s = document.getElementById('filter-form-type');"
+                                  "return [s.value, s.options[1].dataset.kept || null, s.options.length];")
+    assert kept == ["home_loan", "yes", 3]
+    assert set(page_rows(browser)) == {501, 503}, "the filter still applies"
+
+
 def test_a_refused_board_says_why_and_does_not_retry(browser, live_server):
     browser.get(f"{live_server.base_url}/board/#token=forged.token")
     wait_for(browser, lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "refused",

@@ -108,13 +108,19 @@
     $("maintenance").hidden = !floor.maintenance;
     var box = $("tiles");
     box.textContent = "";
+    floor.form_types.forEach(function (ft) { box.appendChild(tile(ft, floor.leads_due_cap)); });
+    setFormTypes(floor.form_types.map(function (ft) { return ft.form_type; }));
+  }
+
+  // The campaign filter is rebuilt only when its campaigns change: rebuilt at every tiles frame, it
+  // closed a supervisor's open dropdown twice a second (issue #64). The choice is kept.
+  function setFormTypes(names) {
     var select = $("filter-form-type"), chosen = select.value;
+    var shown = Array.prototype.slice.call(select.options, 1).map(function (option) { return option.value; });
+    if (shown.join("\n") === names.join("\n")) { return; }
     select.length = 1;
-    floor.form_types.forEach(function (ft) {
-      box.appendChild(tile(ft, floor.leads_due_cap));
-      select.add(new Option(ft.form_type, ft.form_type));
-    });
-    select.value = chosen;
+    names.forEach(function (name) { select.add(new Option(name, name)); });
+    select.value = names.indexOf(chosen) >= 0 ? chosen : "";
   }
 
   function tile(ft, cap) {
