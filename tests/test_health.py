@@ -144,6 +144,7 @@ def test_detailed_health_needs_the_secret(client):
 
 # --- a database that stops, and one that hangs -------------------------------------------------------
 
+@pytest.mark.long
 def test_health_with_the_database_stopped_and_restarted(own_mariadb, auth, monkeypatch):
     url, devdb = own_mariadb
     app = make_app(url)

@@ -227,6 +227,7 @@ def test_the_backfill_works_out_every_lead_the_previous_release_wrote_but_a_live
                     "F-000007": {"phone_e164": 919876500007, "do_not_call": 1, "zones": "Asia/Calcutta"}}
 
 
+@pytest.mark.long
 def test_the_job_works_out_a_batch_a_tick(populated):
     url, conn = populated
     migrate.upgrade(url)

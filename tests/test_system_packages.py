@@ -83,6 +83,16 @@ def wait_for(predicate, what):
         time.sleep(0.02)
 
 
+def runs_ours(pid, folder):
+    """Whether process `pid` is the script run on this test's fakes (another worker may run its own)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # ended meanwhile
+        return False
+    return cmdline.startswith(f"bash\0{SCRIPT}".encode()) and f"FAKE={folder}".encode() in environ
+
+
 def calls(folder):
     path = folder / "calls"
     return path.read_text().splitlines() if path.exists() else []
@@ -175,8 +185,7 @@ def test_a_supervisor_stopping_its_target_leaves_the_install_to_finish(fake):
     try:
         wait_for(lambda: (folder / "install-started").exists(), "the fake apt-get's install started")
         apt_pid = int((folder / "install-started").read_text())
-        script_pid = next(pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
-                          if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(f"bash\0{SCRIPT}".encode()))
+        script_pid = next(pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if runs_ours(pid, folder))
         os.kill(process.pid, signal.SIGTERM)
         process.wait(timeout=BOUND)
         assert supervise.alive(apt_pid) and supervise.alive(script_pid)
