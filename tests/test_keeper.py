@@ -62,3 +62,19 @@ def test_after_stop_the_process_ends_and_is_not_started_again(keeper):
     kept.stop(timeout=5)
     assert not running(pid)
     assert kept.starts == 1 and kept.pid == pid
+
+
+def test_a_start_that_fails_is_tried_again(tmp_path):
+    """A fork refused (no memory, no pid) or a missing program must not end the keeping thread: the
+    keeper tries again until the command starts."""
+    program = tmp_path / "later"
+    kept = Keeper([str(program)], restart_seconds=0.05)
+    kept.start()
+    try:
+        wait_for(lambda: kept._thread.is_alive() and kept.starts == 0, "a failed start")
+        program.write_text("#!/bin/sh\nexec sleep 1000\n")
+        program.chmod(0o755)
+        wait_for(lambda: kept.pid is not None and running(kept.pid), "the start once the program exists")
+        assert kept._thread.is_alive() and kept.starts == 1
+    finally:
+        kept.stop(timeout=5)

@@ -71,14 +71,21 @@ class Keeper:
             with self._lock:
                 if self._stopping.is_set():
                     return
-                self._process = subprocess.Popen(self.command, preexec_fn=_die_with_parent)
-                self.starts += 1
-                pid = self._process.pid
-            self._wait_for_end(pid)
-            if self._stopping.is_set():
-                return
-            self.logger.error("%s (pid %s) ended; starting it again in %s s", " ".join(self.command[-2:]), pid,
-                              self.restart_seconds)
+                try:
+                    self._process = subprocess.Popen(self.command, preexec_fn=_die_with_parent)
+                except Exception as exc:  # a fork refused (no memory, no pid): the thread must live on
+                    pid = None
+                    self.logger.error("could not start %s (%s); trying again in %s s", " ".join(self.command[-2:]),
+                                      exc, self.restart_seconds)
+                else:
+                    self.starts += 1
+                    pid = self._process.pid
+            if pid is not None:
+                self._wait_for_end(pid)
+                if self._stopping.is_set():
+                    return
+                self.logger.error("%s (pid %s) ended; starting it again in %s s", " ".join(self.command[-2:]), pid,
+                                  self.restart_seconds)
             if self._stopping.wait(self.restart_seconds):
                 return
 
