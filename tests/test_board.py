@@ -181,7 +181,8 @@ def test_an_agent_token_is_refused_by_the_board_socket(board, floor, live_server
 
 def test_changes_by_other_processes_reach_the_board(board, floor, app, live_server):
     """The snapshot on connect, then a pause and 16 agents' state changes made at once by this
-    process (another than the server's) each reach the board in one update frame per batch."""
+    process (another than the server's) each reach the board; 16 changes committed together reach it
+    in one update frame."""
     with app.app_context():
         get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
     token = requests.post(live_server.url("/api/supervisor-tokens"), json={"name": "Priya"},
@@ -201,7 +202,7 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
     row = next(row for row in update["data"]["agents"] if row["agent_id"] == 501)
     assert (row["state"], row["pause_code"]) == ("paused", "tea")
 
-    # 16 agents at once: every row arrives, in fewer frames than rows.
+    # 16 agents at once: every row arrives.
     for agent_id in range(601, 617):
         with app.app_context():
             get_db().run(agents.save_agent, agent_id, str(5000 + agent_id), f"Agent {agent_id}", ["home_loan"])
@@ -217,15 +218,24 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
         thread.start()
     for thread in threads:
         thread.join()
-    seen, frames = {}, 0
+    seen = {}
     deadline = time.monotonic() + EVENT_SECONDS
     while len([a for a, s in seen.items() if s == "on_call"]) < 16 and time.monotonic() < deadline:
         message = until(client, lambda m: m["event"] == "board.update", timeout=max(0.05, deadline - time.monotonic()))
-        if message["data"]["agents"]:
-            frames += 1
         seen.update({row["agent_id"]: row["state"] for row in message["data"]["agents"]})
     assert {agent_id: seen.get(agent_id) for agent_id in range(601, 617)} == dict.fromkeys(range(601, 617), "on_call")
-    assert frames < 16, "one frame per batch of changes, not per agent"
+
+    # How 16 separate commits fall into polls depends on the machine's load (CI once saw 16
+    # frames); 16 changes committed together are seen by one poll and so must reach the board
+    # in one frame, not one per agent.
+    def free_all(conn):
+        for agent_id in range(601, 617):
+            claims.set_availability(conn, agent_id, ami_idle=True)
+
+    with app.app_context():
+        get_db().run(free_all)
+    message = until(client, lambda m: m["event"] == "board.update" and m["data"]["agents"], timeout=EVENT_SECONDS)
+    assert {row["agent_id"]: row["state"] for row in message["data"]["agents"]} == dict.fromkeys(range(601, 617), "free")
 
 
 def test_a_removed_agent_leaves_the_board(board, floor, app, live_server):
