@@ -243,6 +243,11 @@ def test_a_removed_agent_leaves_the_board(board, floor, app, live_server):
     assert {row["agent_id"] for row in frame(client)["data"]["agents"]} == {501, 502}
     with app.app_context():
         get_db().run(claims.set_availability, 502, panel_active=True)
+    # The board has seen 502's last change before the removal: the removal itself must be told
+    # (CI saw a removed agent stay on the board when the poll fell between the two commits).
+    until(client, lambda m: m["event"] == "board.update" and any(
+        row["agent_id"] == 502 and row["state"] == "free" for row in m["data"]["agents"]), timeout=EVENT_SECONDS)
+    with app.app_context():
         get_db().run(agents.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
     update = until(client, lambda m: m["event"] == "board.update" and 502 in m["data"]["removed"],
                    timeout=EVENT_SECONDS)
@@ -373,13 +378,25 @@ def test_a_service_key_in_any_query_parameter_is_refused_on_every_route(client, 
 
 
 class RecordingSocket:
-    """A board socket that keeps what it was sent."""
+    """A board socket that keeps what it was sent (by its SendQueue's sender thread, issue #64)."""
+
+    sock = None
+    connected = True
 
     def __init__(self):
         self.frames = []
+        self._arrived = threading.Condition()
 
     def send(self, text):
-        self.frames.append(json.loads(text))
+        with self._arrived:
+            self.frames.append(json.loads(text))
+            self._arrived.notify_all()
+
+    def sent(self, count):
+        """The frames, once `count` have arrived (fails after EVENT_SECONDS)."""
+        with self._arrived:
+            assert self._arrived.wait_for(lambda: len(self.frames) >= count, EVENT_SECONDS), self.frames
+            return list(self.frames)
 
     def rows(self):
         """{agent_id: row} as this board has them after every frame."""
@@ -414,6 +431,7 @@ def test_a_board_joining_never_changes_what_another_board_was_sent(app, client, 
         feed.changed({501, 502})
     served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
     truth = {row["agent_id"]: row for row in served["agents"]}
+    first.sent(2), second.sent(2)  # a snapshot and the update each
     assert first.rows() == truth, "the board open before the join"
     assert second.rows() == truth
     assert (truth[501]["state"], 502 in truth) == ("paused", False)
@@ -437,5 +455,5 @@ def test_the_boards_now_is_the_service_clock_to_the_millisecond(app, client, flo
         feed.join(board)
         get_db().run(agents.pause, 501, "tea")
         feed.changed({501})
-    assert [message["data"]["now"] for message in board.frames] == [expected, expected]
+    assert [message["data"]["now"] for message in board.sent(2)] == [expected, expected]
     assert client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()["now"] == expected

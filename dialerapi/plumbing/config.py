@@ -307,6 +307,16 @@ SETTINGS = {
         "`server_error` `at_capacity` and close 1013 (issue #27). deploy/gunicorn.conf.py sets it per pool "
         "(Operations, Capacity and sizing).",
         "2000 on the socket pool; at most `GUNICORN_THREADS / 2` on the HTTP pool"),
+    "WS_SEND_QUEUE_BYTES": Setting(
+        "1048576", _positive_int,
+        "How far one socket's client (an agent's panel, a board) may fall behind, bytes of frames queued for "
+        "it; past it the socket is closed with `server_error` `too_slow` and 1013 and the client reconnects "
+        "to a fresh snapshot, so no client holds up the others (issue #64). A single larger frame (a board's "
+        "snapshot of thousands of agents) is taken when nothing is queued."),
+    "SOCKET_FANOUT_ALERT_SECONDS": Setting(
+        "5", _positive_int,
+        "`/health` answers 503 (`checks.agent_sockets`) when a socket host's outbox thread has not finished a "
+        "pass (a poll and its sends) for longer than this, seconds, at its last heartbeat (issue #64)."),
     "WS_RETRY_AFTER_SECONDS": Setting(
         "10", _positive_int,
         "The `retry_after` a panel refused for capacity is told, seconds (it adds its own jitter)."),

@@ -137,14 +137,31 @@ STALE_SECONDS = 60
 
 def hosts_report(conn, now, tz):
     """The agent sockets of every host that wrote its row in the last STALE_SECONDS (migration 0011),
-    for /health and /metrics: {"open", "capacity", "left", "refused" (totals), "hosts": [{"host",
-    "open", "capacity", "left", "refused", "workers" (open sockets per worker), "draining" (it got
-    SIGTERM and is closing its sockets with 1012, issue #38), "updated_at" (ISO 8601 UTC)}]}. `now`: the service clock's wall-clock time in `tz` (DB_TIMEZONE)."""
+    for /health and /metrics: {"open", "capacity", "left", "refused", "too_slow" (totals), "hosts":
+    [{"host", "open", "capacity", "left", "refused", "workers" (open sockets per worker), "draining"
+    (it got SIGTERM and is closing its sockets with 1012, issue #38), "fanout_lag_seconds" (how long
+    ago its outbox thread last finished a pass, at its last heartbeat; None from a release that does
+    not measure it), "too_slow" (sockets it closed for falling behind, issue #64), "updated_at"
+    (ISO 8601 UTC)}]}. `now`: the service clock's wall-clock time in `tz` (DB_TIMEZONE)."""
     hosts = []
     for row in queries.socket_hosts(conn, since=clock.after(now, timedelta(seconds=-STALE_SECONDS), tz)):
         hosts.append({"host": row["host"], "open": row["open_sockets"], "capacity": row["capacity"],
                       "left": max(0, row["capacity"] - row["open_sockets"]), "refused": row["refused"],
                       "workers": json.loads(row["workers"]), "draining": bool(row["draining"]),
-                      "updated_at": clock.format_utc(row["updated_at"], tz)})
-    totals = {key: sum(host[key] for host in hosts) for key in ("open", "capacity", "left", "refused")}
+                      "fanout_lag_seconds": None if row["fanout_lag_ms"] is None else row["fanout_lag_ms"] / 1000,
+                      "too_slow": row["too_slow"], "updated_at": clock.format_utc(row["updated_at"], tz)})
+    totals = {key: sum(host[key] for host in hosts) for key in ("open", "capacity", "left", "refused", "too_slow")}
     return {**totals, "hosts": hosts}
+
+
+def fanout_check(report, limit_seconds):
+    """Issue #64: whether every socket host's fan-out keeps up. `report`: hosts_report's. {ok,
+    limit_seconds (SOCKET_FANOUT_ALERT_SECONDS), behind: [{host, fanout_lag_seconds}] (the hosts
+    past it), error (why not ok, or None)}."""
+    behind = [{"host": host["host"], "fanout_lag_seconds": host["fanout_lag_seconds"]} for host in report["hosts"]
+              if host["fanout_lag_seconds"] is not None and host["fanout_lag_seconds"] > limit_seconds]
+    error = None
+    if behind:
+        error = (f"the agent socket fan-out of {', '.join(host['host'] for host in behind)} is more than "
+                 f"{limit_seconds} s behind (SOCKET_FANOUT_ALERT_SECONDS)")
+    return {"ok": not behind, "limit_seconds": limit_seconds, "behind": behind, "error": error}

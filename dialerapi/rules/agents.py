@@ -85,6 +85,9 @@ def remove_agent(conn, agent_id, now):
     queries.delete_agent(conn, agent_id=agent_id)
     # After the delete: a CRM action storing this owner holds the row in share mode until it commits.
     callbacks.release_owner(conn, agent_id, now)
+    # The supervisor boards hear of the removal at the next poll (issue #64: without it, a board
+    # whose last poll read the agent just before the delete kept showing them).
+    notify(conn, [agent_id], now)
 
 
 def with_lists(row):

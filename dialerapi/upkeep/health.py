@@ -205,13 +205,13 @@ def _node(conn):
 
 def report(app):
     """The /health body and status (D8): 200 when the database answers now, when AMI is configured
-    the last AMI check passed, and the webhooks are leaving (webhooks_check, issue #64, newer than
-    D8); otherwise 503.
+    the last AMI check passed, the webhooks are leaving (webhooks_check) and every socket host's
+    fan-out keeps up (socket_slots.fanout_check) (both issue #64, newer than D8); otherwise 503.
 
     Body: {ok, status (healthy|unhealthy), checks: {db: {ok, host (DATABASE_URL's first node), node
     (the "host:port" answering now, the first ready node), cluster (null off Galera, else
     wsrep_cluster_size, wsrep_local_state_comment, wsrep_ready), latency_ms, error}, ami: {ok,
-    configured, host, latency_ms, error}, webhooks: webhooks_check}, metrics: {uptime_seconds, requests (by status class),
+    configured, host, latency_ms, error}, webhooks: webhooks_check, agent_sockets: fanout_check}, metrics: {uptime_seconds, requests (by status class),
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
     UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
     and refusals per host, issue #27), do_not_call and calling_window (compliance_report, issue
@@ -223,6 +223,7 @@ def report(app):
     metrics = {}
     node = {"node": None, "cluster": None}
     hooks = {"ok": True, "error": "not checked: the database did not answer"}
+    fanout = {"ok": True, "error": "not checked: the database did not answer"}
     started = time.monotonic()
     try:
         conn = connect(config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
@@ -230,13 +231,14 @@ def report(app):
             node = _node(conn)
             metrics = _metrics(conn, config["DB_TIMEZONE"])
             hooks = webhooks_check(conn, config)
+            fanout = socket_slots.fanout_check(metrics["agent_sockets"], config["SOCKET_FANOUT_ALERT_SECONDS"])
         finally:
             conn.close()
         state.record_db(True, latency_ms=round((time.monotonic() - started) * 1000, 2))
     except (pymysql.MySQLError, OSError) as exc:
         state.record_db(False, error=str(exc))
     ami_configured = bool(config["AMI_HOST"])
-    healthy = state.db and (state.ami or not ami_configured) and hooks["ok"]
+    healthy = state.db and (state.ami or not ami_configured) and hooks["ok"] and fanout["ok"]
     with state._lock:
         body = {
             "ok": healthy,
@@ -247,6 +249,7 @@ def report(app):
                 "ami": {"ok": state.ami, "configured": ami_configured, "host": config["AMI_HOST"] or None,
                         "latency_ms": state.ami_latency_ms, "error": state.ami_error},
                 "webhooks": hooks,
+                "agent_sockets": fanout,
             },
             "metrics": {"uptime_seconds": round(time.monotonic() - state.started), "requests": dict(state.requests),
                         **metrics},

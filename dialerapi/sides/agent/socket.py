@@ -58,7 +58,7 @@ from dialerapi.rules.events import OutboxTail
 from dialerapi.web import auth
 from dialerapi.web.agent_tokens import InvalidToken
 from dialerapi.web.auth import origin_allowed, public
-from dialerapi.web.sockets import RECEIVE_WAKE_SECONDS, SERVICE_RESTART, TRY_AGAIN_LATER, reject
+from dialerapi.web.sockets import RECEIVE_WAKE_SECONDS, SERVICE_RESTART, TRY_AGAIN_LATER, SendQueue, reject
 
 log = logging.getLogger(__name__)
 
@@ -76,26 +76,23 @@ SERVER_OPTIONS = {"ping_interval": PING_SECONDS, "max_message_size": MAX_MESSAGE
 
 
 class AgentConnection:
-    """One open socket of an agent; sends are serialised because the hub thread sends too."""
+    """One open socket of an agent. Its frames go through its own SendQueue (issue #64), so the hub
+    thread that sends to every panel of the process never waits on this one."""
 
-    def __init__(self, ws, agent_id):
+    def __init__(self, ws, agent_id, max_bytes, on_too_slow=None):
         self.ws = ws
         self.agent_id = agent_id
         self.state = None  # the last (dialer.outbound_blocked, dialer.missed_activities) data sent
         self.callbacks = None  # the last dialer.callbacks data sent
-        self._lock = threading.Lock()
+        self.queue = SendQueue(ws, max_bytes, name=f"panel-{agent_id}", on_too_slow=on_too_slow)
 
     def send(self, event, data):
-        with self._lock:
-            self.ws.send(json.dumps({"event": event, "data": data}, ensure_ascii=False))
+        self.queue.put(json.dumps({"event": event, "data": data}, ensure_ascii=False))
 
     def close(self, code, reason):
-        """Close the socket with `code`; its handler sees it closed within RECEIVE_WAKE_SECONDS."""
-        with self._lock:
-            try:
-                self.ws.close(reason=code, message=reason)
-            except Exception:  # closed by the client meanwhile
-                log.debug("closing a socket that was already closed", exc_info=True)
+        """Close the socket with `code` after what is queued; its handler sees it closed within
+        RECEIVE_WAKE_SECONDS of the close."""
+        self.queue.close(code, reason)
 
 
 class EventHub:
@@ -111,6 +108,8 @@ class EventHub:
         self._thread = None
         self._stopping = lambda: False
         self.draining = False
+        self.too_slow = 0  # sockets closed for falling behind (SendQueue), since this process started
+        self.last_pass = None  # when the outbox thread last finished a poll and its sends (monotonic)
         # Other feeds on this process's sockets (the supervisor board, issue #49): objects with
         # `changed(agent_ids)`, called after every poll with the agents named by the outbox or the
         # agent state history since the last (often none), and `drain()`.
@@ -134,8 +133,16 @@ class EventHub:
                 tails = (OutboxTail(), OutboxTail(table="states"))
                 for tail in tails:
                     tail.poll(self.app.extensions["dialerapi.db"])
+                self.last_pass = time.monotonic()
                 self._thread = threading.Thread(target=self._tail, args=tails, name="dialerapi-outbox", daemon=True)
                 self._thread.start()
+                # Its own thread: a fan-out that stalls is still reported (issue #64).
+                threading.Thread(target=self._beat, name="dialerapi-heartbeat", daemon=True).start()
+
+    def count_too_slow(self):
+        """A SendQueue of this process closed its socket for falling behind."""
+        with self._lock:
+            self.too_slow += 1
 
     def take_slot(self, ws):
         """Take a slot of this host's socket pool for `ws` (an agent's or a board's), or refuse it
@@ -241,24 +248,32 @@ class EventHub:
                 log.debug("dropping an event for a closed socket", exc_info=True)
 
     def write_heartbeat(self):
-        """Write this host's open sockets, capacity and refusals to dialerapi_socket_hosts."""
+        """Write this host's open sockets, capacity, refusals, fan-out lag (how long ago the outbox
+        thread last finished a pass; NULL before it started) and sockets closed for falling behind
+        to dialerapi_socket_hosts."""
         state = self.slots.state()
         tz = self.app.config["DB_TIMEZONE"]
         self.app.extensions["dialerapi.db"].run(
             queries.write_socket_host, host=self.host[:255], open_sockets=state["open"], capacity=state["capacity"],
             refused=state["refused"], workers=json.dumps(state["workers"][:200]), draining=int(self.draining),
+            fanout_lag_ms=None if self.last_pass is None else round((time.monotonic() - self.last_pass) * 1000),
+            too_slow=self.too_slow,
             updated_at=clock.now(tz))
+
+    def _beat(self):
+        while True:
+            try:
+                self.write_heartbeat()
+            except Exception:
+                log.warning("could not write this host's socket heartbeat; retrying", exc_info=True)
+            time.sleep(HEARTBEAT_SECONDS)
 
     def _tail(self, tail, states):
         db = self.app.extensions["dialerapi.db"]
-        next_heartbeat = 0
         while True:
             try:
                 if not self.draining and self._stopping():
                     self.drain()
-                if time.monotonic() >= next_heartbeat:
-                    next_heartbeat = time.monotonic() + HEARTBEAT_SECONDS
-                    self.write_heartbeat()
                 rows = tail.poll(db)
                 changed = {row["agent_id"] for row in rows} | {row["agent_id"] for row in states.poll(db)}
                 for agent_id in sorted({row["agent_id"] for row in rows}):
@@ -271,6 +286,7 @@ class EventHub:
                 # After the panels: a panel's 250 ms (issue #38) does not wait for the board's read.
                 for listener in list(self.listeners):
                     listener.changed(changed)
+                self.last_pass = time.monotonic()
             except Exception:
                 log.warning("outbox tailing failed; retrying", exc_info=True)
                 time.sleep(2)
@@ -366,8 +382,9 @@ def _serve(app, hub, ws, lookup):
     if token_agent_id is not None and agent_id != token_agent_id:
         return reject(ws, "agent_mismatch")
 
-    connection = AgentConnection(ws, agent_id)
+    connection = AgentConnection(ws, agent_id, app.config["WS_SEND_QUEUE_BYTES"], on_too_slow=hub.count_too_slow)
     if not hub.add(connection):
+        connection.queue.stop()
         return reject(ws, "draining", SERVICE_RESTART)
     try:
         try:
@@ -383,6 +400,7 @@ def _serve(app, hub, ws, lookup):
             event, reply = _handle(db, agent_id, frame)
             connection.send(event, reply)
     finally:
+        connection.queue.stop()
         if hub.remove(connection):
             db.run(claims.set_availability, agent_id, panel_active=False)
 

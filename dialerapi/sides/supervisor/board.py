@@ -36,7 +36,7 @@ from dialerapi.rules import agent_states, board
 from dialerapi.web import agent_tokens, auth
 from dialerapi.web.agent_tokens import InvalidToken
 from dialerapi.web.auth import public
-from dialerapi.web.sockets import RECEIVE_WAKE_SECONDS, SERVICE_RESTART, TRY_AGAIN_LATER, reject
+from dialerapi.web.sockets import RECEIVE_WAKE_SECONDS, SERVICE_RESTART, TRY_AGAIN_LATER, SendQueue, reject
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class BoardFeed:
     def __init__(self, app):
         self.app = app
         self._lock = threading.Lock()
-        self._sockets = set()
+        self._sockets = {}  # ws -> its SendQueue (issue #64: the hub thread never waits on one board)
         self._pending = set()
         self._rows = {}  # agent_id -> the last row sent
         self._tiles = None
@@ -78,9 +78,15 @@ class BoardFeed:
         has not seen) is read again at the next update and sent to every board, the new one too,
         and so are the tiles."""
         tz = self.app.config["DB_TIMEZONE"]
+        hub = self.app.extensions["dialerapi.events"]
+        queue = SendQueue(ws, self.app.config["WS_SEND_QUEUE_BYTES"], name="board", on_too_slow=hub.count_too_slow)
         with self._lock:
-            data = self.app.extensions["dialerapi.db"].run_snapshot(board.snapshot, clock.now(tz), tz)
-            ws.send(_frame("board.snapshot", {**data, "settings": self.settings()}))
+            try:
+                data = self.app.extensions["dialerapi.db"].run_snapshot(board.snapshot, clock.now(tz), tz)
+            except Exception:
+                queue.stop()
+                raise
+            queue.put(_frame("board.snapshot", {**data, "settings": self.settings()}))
             if not self._sockets:  # the first board: the snapshot is all any board was sent
                 self._rows = {row["agent_id"]: row for row in data["agents"]}
                 self._tiles = data["floor"]
@@ -90,11 +96,13 @@ class BoardFeed:
                                   if row != self._rows.get(row["agent_id"])}
                 self._pending |= set(self._rows) - {row["agent_id"] for row in data["agents"]}
                 self._tiles_read = 0.0
-            self._sockets.add(ws)
+            self._sockets[ws] = queue
 
     def leave(self, ws):
         with self._lock:
-            self._sockets.discard(ws)
+            queue = self._sockets.pop(ws, None)
+        if queue is not None:
+            queue.stop()
 
     def changed(self, agent_ids):
         """Called by the hub thread after each poll with the agent ids it saw changed (maybe none)."""
@@ -136,21 +144,15 @@ class BoardFeed:
                 self._tiles = tiles
         if data["agents"] or data["removed"] or "floor" in data:
             frame = _frame("board.update", data)
-            for ws in list(self._sockets):
-                try:
-                    ws.send(frame)
-                except Exception:  # closed under us; its handler leaves
-                    log.debug("dropping a board frame for a closed socket", exc_info=True)
+            for queue in list(self._sockets.values()):
+                queue.put(frame)
 
     def drain(self):
         """Close every board socket with 1012: the board reconnects to another host (issue #38)."""
         with self._lock:
-            sockets, self._sockets = list(self._sockets), set()
-        for ws in sockets:
-            try:
-                ws.close(reason=SERVICE_RESTART, message="service_restart")
-            except Exception:
-                log.debug("closing a board socket that was already closed", exc_info=True)
+            queues, self._sockets = list(self._sockets.values()), {}
+        for queue in queues:
+            queue.close(SERVICE_RESTART, "service_restart")
 
 
 def _without_at(tiles):

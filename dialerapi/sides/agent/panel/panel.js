@@ -24,6 +24,7 @@
     origin_not_allowed: "This page's address may not open the agent socket (WS_ALLOWED_ORIGINS).",
     key_in_url: "A service key may not travel in the socket's URL.",
     at_capacity: "The dialer is full for now; trying again shortly.",
+    too_slow: "This panel fell behind the dialer's updates (a slow connection); reconnecting.",
     invalid_pause_reason: "That pause reason is not available.",
     invalid_pause_note: "The note must have 1 to 12 words and at most 80 characters.",
     invalid_message: "The service could not read the last message.",

@@ -20,7 +20,8 @@
 
   // Refusals the board waits out and retries (close 1013), with what to do meanwhile.
   var WAIT_MESSAGES = {
-    too_many_boards: "Too many boards are open with this sign-in: close one; this board tries again shortly."
+    too_many_boards: "Too many boards are open with this sign-in: close one; this board tries again shortly.",
+    too_slow: "This board fell behind the floor's changes (a slow connection); it reconnects for a fresh view."
   };
 
   var settings = window.DIALERAPI_BOARD || {};
