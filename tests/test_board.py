@@ -13,7 +13,7 @@ from datetime import datetime
 import pytest
 import requests
 
-from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, mint_token, utc_text
+from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, TZ, mint_token, utc_text
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules import agents, claims
 from dialerapi.web import agent_tokens
@@ -457,3 +457,72 @@ def test_the_boards_now_is_the_service_clock_to_the_millisecond(app, client, flo
         feed.changed({501})
     assert [message["data"]["now"] for message in board.sent(2)] == [expected, expected]
     assert client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()["now"] == expected
+
+
+def test_boards_joining_together_share_one_snapshot(app, floor):
+    """Issue #64 item 4: 200 boards opened at once each read and encoded their own snapshot, one
+    after another (the last waited 11.6 s). 16 boards joining while the feed is busy: the first
+    snapshot read after they all asked serves them all, and each gets the same frame."""
+    from dialerapi.sides.supervisor.board import BoardFeed
+
+    feed = BoardFeed(app)
+    boards = [RecordingSocket() for _ in range(16)]
+    barrier, asked = threading.Barrier(16), threading.Semaphore(0)
+
+    def join(board):
+        with app.app_context():
+            barrier.wait()
+            asked.release()
+            feed.join(board)
+
+    with feed._lock:  # busy: an update or another board's snapshot
+        threads = [threading.Thread(target=join, args=(board,)) for board in boards]
+        for thread in threads:
+            thread.start()
+        for _ in boards:
+            assert asked.acquire(timeout=EVENT_SECONDS)
+    for thread in threads:
+        thread.join(EVENT_SECONDS)
+    snapshots = [board.sent(1)[0] for board in boards]
+    assert all(snapshot == snapshots[0] for snapshot in snapshots) and snapshots[0]["event"] == "board.snapshot"
+    # One read, or two when the lock was let go before the last board had quite asked.
+    assert feed.snapshots_read <= 2, feed.snapshots_read
+    with app.app_context():
+        get_db().run(agents.pause, 501, "tea")
+        feed.changed({501})
+    late = RecordingSocket()
+    with app.app_context():
+        feed.join(late)
+    assert feed.snapshots_read <= 3 and late.sent(1)[0]["data"]["agents"] != snapshots[0]["data"]["agents"], (
+        "a board joining after an update reads a snapshot of its own")
+
+
+def test_a_snapshot_is_not_shared_past_an_update(app, client, floor):
+    """A board that asked before another's snapshot was read, but joins after an update was read,
+    reads its own: the shared one lacks the update, which went only to the boards open then."""
+    from dialerapi.sides.supervisor.board import BoardFeed
+
+    feed, first, waiting = BoardFeed(app), RecordingSocket(), RecordingSocket()
+    asked = threading.Event()
+    with app.app_context():
+        feed.join(first)
+
+    def join():
+        with app.app_context():
+            asked.set()
+            feed.join(waiting)
+
+    with feed._lock:
+        thread = threading.Thread(target=join)
+        thread.start()
+        assert asked.wait(EVENT_SECONDS)
+        with app.app_context():
+            feed._read_snapshot(TZ)  # another board's snapshot, read after this one asked
+            get_db().run(agents.pause, 501, "tea")
+            feed._pending.add(501)
+            feed._send_update()  # then an update, sent to the boards open then
+    thread.join(EVENT_SECONDS)
+    waiting.sent(1)
+    served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
+    assert waiting.rows() == {row["agent_id"]: row for row in served["agents"]}
+    assert feed.snapshots_read == 3

@@ -8,7 +8,7 @@ refused (`key_in_url`). The Origin rule is the agents' socket's (WS_ALLOWED_ORIG
 Frames, server to board, JSON text `{"event": NAME, "data": {...}}`:
 - `board.snapshot` {now (ISO 8601 UTC to the millisecond, the service clock), settings:
   {pause_alert_seconds, amber_points}, floor, agents} on connect
-  (and so after every reconnect): rules.board.snapshot;
+  (and so after every reconnect): rules.board.snapshot, shared by boards joining together (BoardFeed.join);
 - `board.update` {now (as the snapshot's), agents: [changed rows], removed: [agent_id], floor?}: one frame per batch of
   changes, with the rows of the agents whose state, call or missed activities changed since the
   last frame (the outbox and the agent state history, tailed by the agents' EventHub), the agents
@@ -64,39 +64,58 @@ class BoardFeed:
         self._rows = {}  # agent_id -> the last row sent
         self._tiles = None
         self._tiles_read = 0.0
+        self._version = 0  # one more at every update read: a snapshot kept from before is not shared
+        self._shared = None  # the last snapshot read: (when its read began, _version then, its frame)
+        self.snapshots_read = 0
 
     def settings(self):
         return {"pause_alert_seconds": self.app.config["BOARD_PAUSE_ALERT_SECONDS"], "amber_points": board.AMBER_POINTS}
 
     def join(self, ws):
-        """Send `ws` the snapshot and add it to the feed.
+        """Send `ws` a snapshot and add it to the feed.
 
         A join never changes what the open boards were sent (issue #64: it used to overwrite the
         feed's rows with its snapshot, so a change the snapshot already held was never sent to the
         boards open before it). The rows and tiles the feed keeps are those its updates sent; a row
         of the snapshot that differs from them (a change no poll has reported yet, an agent the feed
         has not seen) is read again at the next update and sent to every board, the new one too,
-        and so are the tiles."""
+        and so are the tiles.
+
+        Boards joining together share one snapshot (issue #64 item 4: 200 boards opening at once
+        each read and encoded their own, one after another, and the last waited 11.6 s): a
+        snapshot whose read began after this board asked, with no update read since, is the one
+        this board would read itself, and is sent again as it is."""
+        asked = time.monotonic()
         tz = self.app.config["DB_TIMEZONE"]
         hub = self.app.extensions["dialerapi.events"]
         queue = SendQueue(ws, self.app.config["WS_SEND_QUEUE_BYTES"], name="board", on_too_slow=hub.count_too_slow)
         with self._lock:
-            try:
-                data = self.app.extensions["dialerapi.db"].run_snapshot(board.snapshot, clock.now(tz), tz)
-            except Exception:
-                queue.stop()
-                raise
-            queue.put(_frame("board.snapshot", {**data, "settings": self.settings()}))
-            if not self._sockets:  # the first board: the snapshot is all any board was sent
-                self._rows = {row["agent_id"]: row for row in data["agents"]}
-                self._tiles = data["floor"]
-                self._tiles_read = time.monotonic()
-            else:
-                self._pending |= {row["agent_id"] for row in data["agents"]
-                                  if row != self._rows.get(row["agent_id"])}
-                self._pending |= set(self._rows) - {row["agent_id"] for row in data["agents"]}
-                self._tiles_read = 0.0
+            shared = self._shared
+            if shared is None or shared[0] < asked or shared[1] != self._version:
+                try:
+                    shared = self._read_snapshot(tz)
+                except Exception:
+                    queue.stop()
+                    raise
+            queue.put(shared[2])
             self._sockets[ws] = queue
+
+    def _read_snapshot(self, tz):
+        """Read and encode a snapshot, note what it holds that the open boards were not sent, and
+        keep it for the boards joining next: (when its read began, the feed's version, the frame)."""
+        started = time.monotonic()
+        data = self.app.extensions["dialerapi.db"].run_snapshot(board.snapshot, clock.now(tz), tz)
+        if not self._sockets:  # the first board: the snapshot is all any board was sent
+            self._rows = {row["agent_id"]: row for row in data["agents"]}
+            self._tiles = data["floor"]
+            self._tiles_read = time.monotonic()
+        else:
+            self._pending |= {row["agent_id"] for row in data["agents"] if row != self._rows.get(row["agent_id"])}
+            self._pending |= set(self._rows) - {row["agent_id"] for row in data["agents"]}
+            self._tiles_read = 0.0
+        self.snapshots_read += 1
+        self._shared = (started, self._version, _frame("board.snapshot", {**data, "settings": self.settings()}))
+        return self._shared
 
     def leave(self, ws):
         with self._lock:
@@ -126,6 +145,7 @@ class BoardFeed:
         read_tiles = time.monotonic() - self._tiles_read >= TILES_SECONDS
         if not wanted and not read_tiles:
             return
+        self._version += 1
         db = self.app.extensions["dialerapi.db"]
         data = {"now": clock.format_utc_ms(clock.utcnow()), "agents": [], "removed": []}
         if wanted:
