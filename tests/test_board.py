@@ -526,3 +526,22 @@ def test_a_snapshot_is_not_shared_past_an_update(app, client, floor):
     served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
     assert waiting.rows() == {row["agent_id"]: row for row in served["agents"]}
     assert feed.snapshots_read == 3
+
+
+def test_a_new_note_of_the_same_pause_reaches_the_board(board, floor, app):
+    """Issue #64 item 3: the state history keeps the pause code, not its note, so a second `other`
+    pause with a new note changed nothing the board was fed from, and the board kept the old note."""
+    from dialerapi.plumbing import clock
+
+    client = board("", {"X-API-Key": SUPERVISOR_SECRET})
+    frame(client)
+    with app.app_context():
+        get_db().run(agents.pause, 501, "other", "bank visit", now=clock.now(TZ))
+    until(client, lambda m: m["event"] == "board.update" and any(
+        row["agent_id"] == 501 and row["reason_note"] == "bank visit" for row in m["data"]["agents"]),
+        timeout=EVENT_SECONDS)
+    with app.app_context():
+        get_db().run(agents.pause, 501, "other", "parent teacher meeting", now=clock.now(TZ))
+    until(client, lambda m: m["event"] == "board.update" and any(
+        row["agent_id"] == 501 and row["reason_note"] == "parent teacher meeting" for row in m["data"]["agents"]),
+        timeout=EVENT_SECONDS)

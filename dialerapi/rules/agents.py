@@ -194,12 +194,16 @@ def _utc(row, column, tz):
     return exact if exact is not None else clock.to_utc(row[column], tz)
 
 
-def pause(conn, agent_id, code, note=None):
+def pause(conn, agent_id, code, note=None, now=None):
     """Pause an agent with a picker code (lead-intake-api.md "Pause reason"; D9).
 
     A missing, unknown or system-only code raises InvalidPause("invalid_pause_reason"). A code that
     needs a note (`other`) needs one of at most 12 words and 80 characters, stored as reason_note;
     otherwise InvalidPause("invalid_pause_note"). Returns {agent_id, code, note}.
+
+    A new note of the pause the agent is already in is told to the supervisor boards through the
+    outbox at `now` (wall-clock DB_TIMEZONE; issue #64): the state history, which feeds them every
+    other change, keeps the code, not the note. Raises TypeError for such a change without `now`.
     """
     reason = queries.get_pause_reason(conn, code=code) if isinstance(code, str) and code else None
     if reason is None or reason["kind"] != "picker":
@@ -211,8 +215,13 @@ def pause(conn, agent_id, code, note=None):
             raise InvalidPause("invalid_pause_note")
     else:
         note = None
+    before = queries.get_agent(conn, agent_id=agent_id)
     queries.set_pause(conn, agent_id=agent_id, pause_code=code, reason_note=note)
     agent_states.record(conn, [agent_id])
+    if before is not None and before["pause_code"] == code and before["reason_note"] != note:
+        if now is None:
+            raise TypeError("pause: a new note of the same pause needs `now` to tell the boards")
+        notify(conn, [agent_id], now)
     return {"agent_id": agent_id, "code": code, "note": note}
 
 

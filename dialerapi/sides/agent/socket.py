@@ -397,7 +397,7 @@ def _serve(app, hub, ws, lookup):
                 if not ws.connected:
                     break
                 continue
-            event, reply = _handle(db, agent_id, frame)
+            event, reply = _handle(db, agent_id, frame, app.config["DB_TIMEZONE"])
             connection.send(event, reply)
     finally:
         connection.queue.stop()
@@ -405,8 +405,8 @@ def _serve(app, hub, ws, lookup):
             db.run(claims.set_availability, agent_id, panel_active=False)
 
 
-def _handle(db, agent_id, frame):
-    """Answer one frame from the agent: (event, data)."""
+def _handle(db, agent_id, frame, tz):
+    """Answer one frame from the agent: (event, data). `tz`: DB_TIMEZONE."""
     try:
         message = json.loads(frame)
         event, data = message["event"], message.get("data") or {}
@@ -418,7 +418,7 @@ def _handle(db, agent_id, frame):
         return "server_error", {"reason": "invalid_message"}
     if event == "agent.pause":
         try:
-            return "agent.paused", db.run(agents.pause, agent_id, data.get("code"), data.get("note"))
+            return "agent.paused", db.run(agents.pause, agent_id, data.get("code"), data.get("note"), now=clock.now(tz))
         except agents.InvalidPause as exc:
             return "server_error", {"reason": exc.reason}
     if event == "agent.resume":
