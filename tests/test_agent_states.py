@@ -230,6 +230,20 @@ def test_the_board_row_says_how_long_and_what_today_held(floor_agent, engine_sta
     assert (row["state"], row["since"]) == ("free", utc_text(at(10, 42))), "a wrap-up that ended began free at its end"
 
 
+def test_a_pause_taken_in_wrap_up_keeps_its_start_when_the_wrap_up_ends(floor_agent, engine_state, run, frozen_clock,
+                                                                        tz):
+    """Issue #64 item 3: the board restarted a pause's time in state at the end of the wrap-up it was
+    taken in (and so delayed the long-pause alert): only a state that wrap-up outranks (free, the
+    outbound block) begins at a wrap-up's end."""
+    floor_agent(501, panel_active=0)
+    engine_state(at(10, 0), panel_active=True, ami_idle=True)
+    engine_state(at(10, 40), ami_idle=True, wrapup_seconds=120)
+    frozen_clock(at(10, 41))
+    run(agents.pause, 501, "lunch")
+    row = run(agent_states.board_rows, at(10, 50), tz)[0]
+    assert (row["state"], row["since"]) == ("paused", utc_text(at(10, 41)))
+
+
 @pytest.mark.parametrize("query, field", [
     ("from=2026-11-21", "to"), ("from=2026-11-21&to=2026-11-20", "to"), ("from=2026-11-21&to=2027-03-01", "to"),
     ("from=21-11-2026&to=2026-11-21", "from"), ("from=2026-02-30&to=2026-03-01", "from"),

@@ -275,7 +275,8 @@ def prune(conn, before_utc):
 def board_rows(conn, now, tz, agent_ids=None):
     """The supervisor board's agent rows (issue #49) at wall-clock `now`, for every agent or only
     `agent_ids`: [{agent_id, name, extension, skills: [form_type], state (STATES), since (ISO 8601
-    UTC: the moment the state began; a wrap-up that ended began "free" at its end), pause_code,
+    UTC: the moment the state began; a wrap-up that ended began "free" (or the outbound block) at its
+    end, a pause taken during it when it was taken), pause_code,
     reason_note, form_type (of the call the agent is on, else null), wrapup_until (ISO 8601 UTC or
     null), calls, talk_seconds (today, DB_TIMEZONE)}] in agent order."""
     selector = {"all_agents": agent_ids is None, "agent_ids": tuple(agent_ids or ()) or (0,)}
@@ -288,7 +289,10 @@ def board_rows(conn, now, tz, agent_ids=None):
         state = state_of(agent, now)
         wrapup_end = clock.to_utc(agent["wrapup_until"], tz)
         since = agent["since_utc"]
-        if since is not None and wrapup_end is not None and since < wrapup_end <= now_utc:
+        # Only a state wrap-up outranks (free, the outbound block: `pieces`) begins at its end; a
+        # pause taken during the wrap-up began when it was taken (issue #64).
+        if state in ("free", "outbound_blocked") and since is not None and wrapup_end is not None \
+                and since < wrapup_end <= now_utc:
             since = wrapup_end
         day = days.get(agent["agent_id"]) or empty_day(agent["agent_id"], today)
         out.append({
