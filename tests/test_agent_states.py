@@ -288,3 +288,22 @@ def test_the_job_rolls_up_each_day_once_per_tick(app, floor_agent, engine_state,
     assert jobs.roll_up_tick(app) == {"2026-11-21": 1, "2026-11-22": 0}
     assert jobs.roll_up_tick(app) is None, "another process's tick: skipped"
     assert sql.one("SELECT rolled_to_utc FROM dialerapi_agent_days")["rolled_to_utc"] == utc_naive(at(0, 0, day=DAY + timedelta(days=1)))
+
+
+def test_a_pause_taken_during_a_call_does_not_count_the_call_twice(floor_agent, engine_state, run, frozen_clock, tz):
+    """Issue #64 item 3: on a call, paused, resumed, still on the call: one call on the board and in
+    the report (it was counted again at the resume); the next call counts."""
+    floor_agent(501, panel_active=0)
+    engine_state(at(10, 0), panel_active=True, ami_idle=True)
+    engine_state(at(10, 1), ami_idle=False)
+    frozen_clock(at(10, 2))
+    run(agents.pause, 501, "bio")
+    frozen_clock(at(10, 3))
+    run(agents.resume, 501)
+    engine_state(at(10, 5), ami_idle=True)
+    assert run(agent_states.board_rows, at(10, 6), tz)[0]["calls"] == 1
+    engine_state(at(10, 7), ami_idle=False)
+    engine_state(at(10, 9), ami_idle=True)
+    assert run(agent_states.board_rows, at(10, 10), tz)[0]["calls"] == 2
+    report = run(agent_states.report_days, DAY, DAY, tz, utc_naive(at(0, 0)), utc_naive(at(10, 10)))
+    assert report[(501, DAY)]["calls"] == 2

@@ -95,7 +95,8 @@ def days_from_history(rows, first_day, last_day, start_utc, end_utc, tz, through
     order, each with `ends_utc`, the first the last row before `start_utc`) over the wall-clock days
     first_day..last_day of `tz`, counting the time from `start_utc` to `end_utc` (naive UTC).
 
-    A call is a change into on_call, counted on the day it starts, from `start_utc` to before
+    A call is a change into on_call, counted on the day it starts (once: a pause taken during the
+    call and ended before it, the agent's AMI busy throughout, does not start another), from `start_utc` to before
     `end_utc`, or to `end_utc` itself when `through_end` (the end is now: a call that began this
     very second counts already); answered calls are added by the caller. login_seconds is every
     second not panel_inactive, so it is the sum of the free, talk, wrap-up, blocked and pause seconds.
@@ -104,7 +105,9 @@ def days_from_history(rows, first_day, last_day, start_utc, end_utc, tz, through
               for n in range((last_day - first_day).days + 1)]
     range_start, range_end = max(bounds[0][1], start_utc), min(bounds[-1][2], end_utc)
     report = {}
-    previous = (None, None)  # (agent_id, state of the agent's previous row)
+    # (agent_id, whether the call of the agent's current AMI-busy stretch was seen): a pause taken
+    # during a call and ended before it is one call, not two (issue #64).
+    seen = (None, False)
     for row in rows:
         agent_id = row["agent_id"]
         start = max(row["at_utc"], range_start)
@@ -123,12 +126,13 @@ def days_from_history(rows, first_day, last_day, start_utc, end_utc, tz, through
                     entry["pause"][code] = entry["pause"].get(code, 0) + seconds
         state = _settled(row)
         at = row["at_utc"]
-        if state == "on_call" and previous != (agent_id, "on_call") and range_start <= at \
+        call_seen = seen[1] and seen[0] == agent_id and not row["ami_idle"]
+        if state == "on_call" and not call_seen and range_start <= at \
                 and (at < range_end or (through_end and at == range_end)):
             day = next((day for day, day_start, day_end in bounds if day_start <= at < day_end), None)
             if day is not None:
                 report.setdefault((agent_id, day), empty_day(agent_id, day))["calls"] += 1
-        previous = (agent_id, state)
+        seen = (agent_id, call_seen or state == "on_call")
     return report
 
 
