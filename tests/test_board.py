@@ -545,3 +545,115 @@ def test_a_new_note_of_the_same_pause_reaches_the_board(board, floor, app):
     until(client, lambda m: m["event"] == "board.update" and any(
         row["agent_id"] == 501 and row["reason_note"] == "parent teacher meeting" for row in m["data"]["agents"]),
         timeout=EVENT_SECONDS)
+
+
+class LiveBoard:
+    """A board socket read by a thread of its own, its rows kept as the page keeps them."""
+
+    def __init__(self, client):
+        self.client = client
+        self.rows = {}
+        self.error = None
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            while True:
+                raw = self.client.receive(timeout=60)
+                if raw is None:
+                    continue
+                message = json.loads(raw)
+                with self._changed:
+                    if message["event"] == "board.snapshot":
+                        self.rows = {row["agent_id"]: row for row in message["data"]["agents"]}
+                    elif message["event"] == "board.update":
+                        self.rows.update({row["agent_id"]: row for row in message["data"]["agents"]})
+                        for agent_id in message["data"]["removed"]:
+                            self.rows.pop(agent_id, None)
+                    self._changed.notify_all()
+        except Exception as exc:  # noqa: BLE001 - a closed board fails the test below
+            self.error = exc
+
+    def shows(self, truth):
+        """Wait until the rows are `truth`; (True, None), or (False, what differs) after EVENT_SECONDS."""
+        with self._changed:
+            if self._changed.wait_for(lambda: self.rows == truth or self.error, EVENT_SECONDS) and not self.error:
+                return True, None
+            return False, {agent_id: (self.rows.get(agent_id), row) for agent_id, row in truth.items()
+                           if self.rows.get(agent_id) != row}
+
+
+def test_boards_joining_during_churn_each_end_with_every_row_exact(board, floor, app, live_server):
+    """Issue #64 item 3: with 16 agents changing state, pause code and note from four threads and a
+    board joining after every 25 changes, every board ends with exactly the rows GET /api/board
+    answers once the floor is still (it used to miss changes a joining board's snapshot held)."""
+    import random
+
+    from dialerapi.plumbing import clock
+
+    agent_ids = list(range(601, 617))
+    with app.app_context():
+        for agent_id in agent_ids:
+            get_db().run(agents.save_agent, agent_id, str(5000 + agent_id), f"Agent {agent_id}", ["home_loan"])
+    boards = [LiveBoard(board("", {"X-API-Key": SUPERVISOR_SECRET}))]
+    changes, stop, lock = [0], threading.Event(), threading.Lock()
+    joins = threading.Semaphore(0)
+
+    def churn(seed):
+        chooser = random.Random(seed)
+        with app.app_context():
+            while not stop.is_set():
+                agent_id = chooser.choice(agent_ids)
+                kind = chooser.randrange(4)
+                if kind == 0:
+                    get_db().run(claims.set_availability, agent_id, panel_active=True, ami_idle=chooser.random() < 0.5)
+                elif kind == 1:
+                    get_db().run(agents.pause, agent_id, chooser.choice(["tea", "lunch"]))
+                elif kind == 2:
+                    get_db().run(agents.pause, agent_id, "other", chooser.choice(["bank", "school run", "doctor"]),
+                                 now=clock.now(TZ))
+                else:
+                    get_db().run(agents.resume, agent_id)
+                with lock:
+                    changes[0] += 1
+                    if changes[0] % 25 == 0:
+                        joins.release()
+
+    threads = [threading.Thread(target=churn, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(8):
+            assert joins.acquire(timeout=EVENT_SECONDS), "the churn stopped"
+            boards.append(LiveBoard(board("", {"X-API-Key": SUPERVISOR_SECRET})))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(EVENT_SECONDS)
+    truth = {row["agent_id"]: row for row in requests.get(
+        live_server.url("/api/board"), headers={"X-API-Key": SUPERVISOR_SECRET}, timeout=10).json()["agents"]}
+    for n, live in enumerate(boards):
+        exact, differs = live.shows(truth)
+        assert exact, f"board {n} (of {len(boards)}, after {changes[0]} changes): {differs or live.error}"
+
+
+def test_a_change_undone_before_the_next_update_still_reaches_the_board_that_joined_between(app, client, floor):
+    """A board joined while agent 501 was briefly at lunch; 501 was back at tea before the next
+    update, so the update's read equals what the other boards were sent. It is still sent: the new
+    board's snapshot said lunch (the churn test found a board stuck on such a row)."""
+    from dialerapi.sides.supervisor.board import BoardFeed
+
+    feed, first, second = BoardFeed(app), RecordingSocket(), RecordingSocket()
+    with app.app_context():
+        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(agents.pause, 501, "tea")
+        feed.join(first)
+        get_db().run(agents.pause, 501, "lunch")
+        feed.join(second)
+        get_db().run(agents.pause, 501, "tea")
+        feed.changed({501})
+    second.sent(2)
+    served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
+    truth = {row["agent_id"]: row for row in served["agents"]}
+    assert second.rows() == truth and first.rows() == truth

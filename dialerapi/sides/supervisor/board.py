@@ -64,6 +64,10 @@ class BoardFeed:
         self._rows = {}  # agent_id -> the last row sent
         self._tiles = None
         self._tiles_read = 0.0
+        # Agents (and the tiles) a joining board's snapshot showed otherwise than the feed's rows:
+        # their next read is sent even if it equals those rows, since the new board differs.
+        self._force = set()
+        self._force_tiles = False
         self._version = 0  # one more at every update read: a snapshot kept from before is not shared
         self._shared = None  # the last snapshot read: (when its read began, _version then, its frame)
         self.snapshots_read = 0
@@ -79,7 +83,7 @@ class BoardFeed:
         boards open before it). The rows and tiles the feed keeps are those its updates sent; a row
         of the snapshot that differs from them (a change no poll has reported yet, an agent the feed
         has not seen) is read again at the next update and sent to every board, the new one too,
-        and so are the tiles.
+        even when it has changed back to what the others were sent, and so are the tiles.
 
         Boards joining together share one snapshot (issue #64 item 4: 200 boards opening at once
         each read and encoded their own, one after another, and the last waited 11.6 s): a
@@ -110,8 +114,11 @@ class BoardFeed:
             self._tiles = data["floor"]
             self._tiles_read = time.monotonic()
         else:
-            self._pending |= {row["agent_id"] for row in data["agents"] if row != self._rows.get(row["agent_id"])}
-            self._pending |= set(self._rows) - {row["agent_id"] for row in data["agents"]}
+            differ = {row["agent_id"] for row in data["agents"] if row != self._rows.get(row["agent_id"])}
+            differ |= set(self._rows) - {row["agent_id"] for row in data["agents"]}
+            self._pending |= differ
+            self._force |= differ
+            self._force_tiles = self._force_tiles or _without_at(data["floor"]) != _without_at(self._tiles)
             self._tiles_read = 0.0
         self.snapshots_read += 1
         self._shared = (started, self._version, _frame("board.snapshot", {**data, "settings": self.settings()}))
@@ -127,6 +134,7 @@ class BoardFeed:
         """Called by the hub thread after each poll with the agent ids it saw changed (maybe none)."""
         if not self._sockets:
             self._pending.clear()
+            self._force.clear()
             return
         self._pending |= agent_ids
         if not self._lock.acquire(blocking=False):
@@ -150,18 +158,22 @@ class BoardFeed:
         data = {"now": clock.format_utc_ms(clock.utcnow()), "agents": [], "removed": []}
         if wanted:
             rows = {row["agent_id"]: row for row in db.run(agent_states.board_rows, now, tz, sorted(wanted))}
-            data["agents"] = [row for agent_id, row in sorted(rows.items()) if row != self._rows.get(agent_id)]
-            data["removed"] = sorted(agent_id for agent_id in wanted if agent_id not in rows and agent_id in self._rows)
+            data["agents"] = [row for agent_id, row in sorted(rows.items())
+                              if row != self._rows.get(agent_id) or agent_id in self._force]
+            data["removed"] = sorted(agent_id for agent_id in wanted if agent_id not in rows
+                                     and (agent_id in self._rows or agent_id in self._force))
             self._rows.update(rows)
             for agent_id in data["removed"]:
-                self._rows.pop(agent_id)
+                self._rows.pop(agent_id, None)
         self._pending.clear()
+        self._force.clear()
         if read_tiles:
             self._tiles_read = time.monotonic()
             tiles = db.run_snapshot(board.tiles, now, tz)
-            if _without_at(tiles) != _without_at(self._tiles):
+            if _without_at(tiles) != _without_at(self._tiles) or self._force_tiles:
                 data["floor"] = tiles
                 self._tiles = tiles
+                self._force_tiles = False
         if data["agents"] or data["removed"] or "floor" in data:
             frame = _frame("board.update", data)
             for queue in list(self._sockets.values()):
