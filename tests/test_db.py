@@ -48,8 +48,24 @@ def test_retried_failures_roll_back_and_run_again(db, sql, failure):
     assert [r["id"] for r in sql("SELECT id FROM sales_priorities WHERE id > 40")] == [43]
 
 
+class SleepOnlyClock:
+    """Stands in for db.py's `time`: time passes only in its backoff sleeps, so how many attempts
+    fit the budget depends on the backoff alone, not on how slowly a loaded machine runs an insert
+    (CI's test-clock run once gave up after one attempt that took the whole 0.3 s)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
 def test_gives_up_when_the_conflict_budget_runs_out(db, sql, monkeypatch):
     monkeypatch.setattr(db_module, "CONFLICT_BUDGET_SECONDS", 0.3)
+    monkeypatch.setattr(db_module, "time", SleepOnlyClock())
     attempts = []
 
     def work(conn):
