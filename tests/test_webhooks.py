@@ -321,6 +321,44 @@ def test_a_slow_endpoint_does_not_hold_up_another_and_a_long_answer_is_cut(recei
     assert len(sql("SELECT * FROM dialerapi_webhook_deliveries WHERE state = 'delivered'")) == 2
 
 
+def test_hanging_endpoints_get_an_equal_share_of_the_places_and_nothing_is_held_unsent(receiver, endpoint, settle,
+                                                                                      dispatcher, sql):
+    """Issue #64 item 2: three endpoints that never answer, registered first, hold three shares of
+    the sender's places; the good one registered after them gets its share in the first round and
+    again as soon as its sends finish, and no delivery is held without being sent (the old take held
+    the good one's behind the bad ones' for HOLD_SECONDS)."""
+    release = threading.Event()
+    try:
+        hanging = [receiver(lambda request: (release.wait(30), (200, b"late", {}))[1]) for _ in range(3)]
+        good = receiver()
+        bad_ids = [endpoint(one.url)["id"] for one in hanging]
+        good_id = endpoint(good.url)["id"]
+        for n in range(12):
+            settle(f"OLI-{n}")
+        sender = dispatcher(senders=8, per_endpoint=6)
+
+        def in_flight():
+            return {endpoint_id: list(sender.in_flight.values()).count(endpoint_id) for endpoint_id in bad_ids + [good_id]}
+
+        def held_unsent():
+            held = sql("SELECT id FROM dialerapi_webhook_deliveries WHERE state = 'ready' AND attempts = 0"
+                       " AND next_attempt_at > %s", dispatch.utc_now())
+            return {row["id"] for row in held} - set(sender.in_flight)
+
+        sender.step()
+        assert in_flight() == dict.fromkeys(bad_ids + [good_id], 2)
+        assert held_unsent() == set()
+        for round_ in range(2, 5):
+            for _ in range(2):  # the good one's two sends finish; the others hang
+                sender.finished.append(sender.results.get(timeout=15))
+            sender.step()
+            assert len(good.requests) == 2 * (round_ - 1)
+            assert in_flight() == dict.fromkeys(bad_ids + [good_id], 2), "the good one's share, again"
+            assert held_unsent() == set()
+    finally:
+        release.set()
+
+
 @pytest.mark.long
 def test_inside_addresses_are_refused_unless_named(hooks_app, database_url, sql):
     for url in ("http://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data/", "http://[::1]:8080/x",

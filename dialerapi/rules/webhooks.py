@@ -15,6 +15,7 @@ Functions take the connection first and never commit. Times are naive UTC dateti
 
 import base64
 import collections
+import heapq
 import random
 import secrets
 from datetime import timedelta
@@ -167,18 +168,41 @@ def fan_out(conn, now, endpoints, max_rows=FAN_OUT_BATCH):
     return made
 
 
-def take_due(conn, now, endpoints, free, hold_seconds):
-    """The ready deliveries due at `now` of the enabled ones of `endpoints` (their rows), at most
-    `free[endpoint_id]` each (the sender's free places; an endpoint not in `free` gets the default
-    `free[None]`), held from other senders for `hold_seconds`. Returns [{"delivery": row,
-    "endpoint": row, "event": row}]."""
+def take_due(conn, now, endpoints, places, hold_seconds, first=0):
+    """The ready deliveries due at `now` of the enabled ones of `endpoints` (their rows) that the
+    sender has places for, shared fairly, held from other senders for `hold_seconds` (naive UTC).
+
+    `places`: {"room": sending places free in all, "busy": {endpoint id: sends in flight},
+    "per_endpoint": the most one endpoint may have in flight}. The room goes a place at a time to
+    the endpoint with the fewest sends in flight (those running plus those given this round; ties
+    to the earlier in `endpoints` rotated by `first`, the round's number), so an endpoint that
+    hangs or fails holds at most an equal share of the places while others have deliveries due,
+    and nothing is held that is not sent this round (issue #64 item 2: taking each endpoint's free
+    places in id order held a good endpoint's deliveries unsent for `hold_seconds` behind three bad
+    ones). Returns [{"delivery": row, "endpoint": row, "event": row}] in the order given.
+    """
+    room, busy = places["room"], places["busy"]
+    enabled = [endpoint for endpoint in endpoints if endpoint["enabled"]]
+    if room <= 0 or not enabled:
+        return []
+    turn = first % len(enabled)
+    due = {}
+    for endpoint in enabled[turn:] + enabled[:turn]:
+        limit = min(room, places["per_endpoint"] - busy.get(endpoint["id"], 0))
+        if limit > 0:
+            rows = list(queries.due_deliveries(conn, endpoint_id=endpoint["id"], now=now, max_rows=limit))
+            if rows:
+                due[endpoint["id"]] = (endpoint, collections.deque(rows))
+    fewest_first = [(busy.get(endpoint_id, 0), position, endpoint_id) for position, endpoint_id in enumerate(due)]
+    heapq.heapify(fewest_first)
     taken = []
-    for endpoint in endpoints:
-        room = free.get(endpoint["id"], free.get(None, 0))
-        if not endpoint["enabled"] or room <= 0:
-            continue
-        for delivery in queries.due_deliveries(conn, endpoint_id=endpoint["id"], now=now, max_rows=room):
-            taken.append({"delivery": delivery, "endpoint": endpoint})
+    while room and fewest_first:
+        in_flight, position, endpoint_id = heapq.heappop(fewest_first)
+        endpoint, rows = due[endpoint_id]
+        taken.append({"delivery": rows.popleft(), "endpoint": endpoint})
+        room -= 1
+        if rows:
+            heapq.heappush(fewest_first, (in_flight + 1, position, endpoint_id))
     if not taken:
         return []
     queries.hold_deliveries(conn, ids=[t["delivery"]["id"] for t in taken], until=now + timedelta(seconds=hold_seconds))

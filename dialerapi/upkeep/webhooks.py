@@ -7,18 +7,20 @@ that serves requests. The one holding the lease `webhooks` in dialerapi_job_runs
 renewed when a third of it is gone) works, the others try again every LEASE_RETRY_SECONDS, so a
 killed holder is replaced within LEASE_SECONDS + LEASE_RETRY_SECONDS (under 30 s). A round (every
 GATHER_SECONDS, sooner when GATHER_SENDS sends have finished): one transaction sequences new
-events (lead_events.sequence), fans them out (webhooks.fan_out) and takes the due deliveries up to the free sending places (at most
-PER_ENDPOINT in flight per endpoint, SENDERS in all), held from any other sender for HOLD_SECONDS,
-longer than an attempt can take. A pool of SENDERS threads POSTs them (plumbing.webhook_http, 10
-s timeout, no transaction open) and the round after stores every finished attempt in one
-transaction (webhooks.record_attempts). So a dead, slow or hostile endpoint costs at most its
-PER_ENDPOINT sending places and HEAD_BYTES of memory per attempt, and never a push, a claim or a
-settle.
+events (lead_events.sequence), fans them out (webhooks.fan_out) and takes as many due deliveries
+as there are free sending places (SENDERS in all, at most PER_ENDPOINT in flight per endpoint),
+shared fairly: a place at a time to the endpoint with the fewest in flight (webhooks.take_due), held
+from any other sender for HOLD_SECONDS, longer than an attempt can take. A pool of SENDERS threads
+POSTs them (plumbing.webhook_http, 10 s timeout, no transaction open) and the round after stores
+every finished attempt in one transaction (webhooks.record_attempts). So a dead, slow or hostile
+endpoint costs at most an equal share of the sending places while others have deliveries due
+(issue #64 item 2) and HEAD_BYTES of memory per attempt, and never a push, a claim or a settle.
 
 A host killed mid-send leaves its deliveries `ready`: the next holder sends them again when their
 hold ends (at least once; the receiver sees the same `webhook-id`).
 """
 
+import collections
 import logging
 import os
 import queue
@@ -72,6 +74,7 @@ class Dispatcher:
         self.finished = []  # (delivery id, attempt) taken from `results`, not stored yet
         self.holding = False
         self.renew_at = 0.0  # monotonic: when the lease next needs writing
+        self.rounds = 0
 
     def run(self, stop):
         """Work while holding the lease until `stop` (a threading.Event) is set."""
@@ -119,19 +122,15 @@ class Dispatcher:
                 self.renew_at = time.monotonic() + LEASE_SECONDS / 3
             if not self.holding:
                 return done > 0
-            round_work = db.run(prepare_round, now, self.free_places(), HOLD_SECONDS)
+            self.rounds += 1
+            round_work = db.run(prepare_round, now, self.places(), HOLD_SECONDS, self.rounds)
             sent = self.send(round_work["due"], now)
             return bool(done or round_work["sequenced"] or round_work["fanned"] or sent)
 
-    def free_places(self):
-        """{endpoint id: sending places free}, and None: the places of an endpoint with none in flight."""
-        busy = {}
-        for endpoint_id in self.in_flight.values():
-            busy[endpoint_id] = busy.get(endpoint_id, 0) + 1
-        room = max(0, self.senders - len(self.in_flight))
-        free = {endpoint_id: min(room, self.per_endpoint - n) for endpoint_id, n in busy.items()}
-        free[None] = min(room, self.per_endpoint)
-        return free
+    def places(self):
+        """What take_due shares out: {"room", "busy": {endpoint id: sends in flight}, "per_endpoint"}."""
+        busy = collections.Counter(self.in_flight.values())
+        return {"room": max(0, self.senders - len(self.in_flight)), "busy": busy, "per_endpoint": self.per_endpoint}
 
     def send(self, taken, now):
         room = self.senders - len(self.in_flight)
@@ -177,14 +176,15 @@ class Dispatcher:
         self.sender.close()
 
 
-def prepare_round(conn, now, free, hold_seconds):
+def prepare_round(conn, now, places, hold_seconds, first=0):
     """A round's database work in one transaction: sequence the new events, fan them out, take the
-    due deliveries (webhooks.take_due). Returns {"sequenced", "fanned", "due"}."""
+    due deliveries the sender has `places` for (webhooks.take_due, its turn `first`). Returns
+    {"sequenced", "fanned", "due"}."""
     sequenced = lead_events.sequence(conn)
     endpoints = webhooks.lock_endpoints(conn)
     fanned = webhooks.fan_out(conn, now, endpoints)
     return {"sequenced": sequenced, "fanned": fanned,
-            "due": webhooks.take_due(conn, now, endpoints, free, hold_seconds)}
+            "due": webhooks.take_due(conn, now, endpoints, places, hold_seconds, first)}
 
 
 def retention_cutoff(app):
