@@ -379,10 +379,16 @@ def delivery(url, port):
 
 
 def children(pid):
+    """The children of every thread of `pid`: since issue #64 the master starts its dispatcher from a
+    thread of its own (dialerapi.upkeep.keeper), whose children the main thread's list leaves out."""
+    found = []
     try:
-        return [int(child) for child in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found.extend(int(child) for child in listed.read().split())
     except OSError:
-        return []
+        pass
+    return found
 
 
 def read_receipts(path):

@@ -657,3 +657,32 @@ def test_a_change_undone_before_the_next_update_still_reaches_the_board_that_joi
     served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
     truth = {row["agent_id"]: row for row in served["agents"]}
     assert second.rows() == truth and first.rows() == truth
+
+
+def test_a_change_reported_while_the_first_board_joins_reaches_it(app, client, floor):
+    """A change committed after the first board's snapshot was read, and reported by the hub's poll
+    before that board was in the feed, was dropped: with no board in the feed, changed() cleared
+    what it was told without the feed's lock, and the board showed tea until 501's next change. It
+    is kept for the next update."""
+    from dialerapi.sides.supervisor.board import BoardFeed
+
+    feed, first = BoardFeed(app), RecordingSocket()
+    read_snapshot = feed._read_snapshot
+
+    def read_then_change(tz):
+        shared = read_snapshot(tz)
+        get_db().run(agents.pause, 501, "lunch")
+        feed.changed({501})  # the hub's poll (its own thread in the service), while the join holds the lock
+        return shared
+
+    feed._read_snapshot = read_then_change
+    with app.app_context():
+        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(agents.pause, 501, "tea")
+        feed.join(first)
+        feed.changed(set())  # the next poll
+    first.sent(2)
+    served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
+    truth = {row["agent_id"]: row for row in served["agents"]}
+    assert first.rows() == truth
+

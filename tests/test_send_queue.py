@@ -110,6 +110,16 @@ def test_a_client_that_stops_reading_never_holds_up_the_sender_and_is_closed_too
     assert told == [1]
 
 
+def test_the_bound_counts_bytes_not_characters(paired):
+    """WS_SEND_QUEUE_BYTES is bytes on the wire: 300 characters of Devanagari are 900 bytes."""
+    queue = SendQueue(paired, max_bytes=1000)
+    assert returns(queue.put, "s" * 100_000) is True
+    sending(paired)
+    assert returns(queue.put, "मीना" * 75) is True  # 300 characters, 900 bytes queued
+    assert returns(queue.put, "x" * 200) is False, "900 + 200 bytes are past the bound of 1000"
+    assert queue.too_slow
+
+
 def test_a_client_that_reads_nothing_is_cut_after_the_close_wait(paired):
     queue = SendQueue(paired, max_bytes=1000)
     assert returns(queue.put, "s" * 100_000) is True

@@ -81,7 +81,7 @@ class SendQueue:
     def put(self, text):
         """Queue `text` (str) for the client; False when the socket is closing or was just closed for
         falling behind (the frame is not sent)."""
-        size = len(text)
+        size = len(text.encode())  # the bound is in bytes: a name in Devanagari is 3 a character
         with self._cond:
             if self._close is not None or self._done:
                 return False

@@ -131,16 +131,19 @@ class BoardFeed:
             queue.stop()
 
     def changed(self, agent_ids):
-        """Called by the hub thread after each poll with the agent ids it saw changed (maybe none)."""
-        if not self._sockets:
-            self._pending.clear()
-            self._force.clear()
-            return
+        """Called by the hub thread after each poll with the agent ids it saw changed (maybe none).
+
+        While a join holds the lock, the ids wait for the next poll's update: the joining board's
+        snapshot may have been read before they changed, even when it is the first board."""
         self._pending |= agent_ids
         if not self._lock.acquire(blocking=False):
             return
         try:
-            self._send_update()
+            if self._sockets:
+                self._send_update()
+            else:
+                self._pending.clear()
+                self._force.clear()
         finally:
             self._lock.release()
 
