@@ -10,10 +10,12 @@ tests/conftest.py, splits the files to even test counts), with every clock test 
 moved clock and the pair costs about one run of the suite (the whole suite at both took 30 of CI's
 60 minutes). The halves run one at a time, each alone on the machine in `make test`'s parallel
 workers (scripts/pytest_groups.sh, issue #47); the clock tests' moments run two at a time by
-default (`--jobs`), each in two workers: they wait more than they compute, and
-two at once take no longer each than one alone once libfaketime stopped rewriting Python's GIL
-waits (tests/faketime.py; before that, two at once now and then starved a new agent socket past the
-tests' 3 s wait for its first frame). A test that reads the machine's clock where it should
+default (`--jobs`), each in one process that collects only the files holding clock tests
+(`clock_files`): they wait more than they compute, and two at once take no longer each than one
+alone once libfaketime stopped rewriting Python's GIL waits (tests/faketime.py; before that, two at
+once now and then starved a new agent socket past the tests' 3 s wait for its first frame). In two
+workers collecting the whole suite, a moment spent more on starting and collecting than on its
+tests (issue #63: six moments 179 s, now 116 s). A test that reads the machine's clock where it should
 read the service's one clock (decisions.md D2) passes at some of these moments and fails at others.
 
     python tests/clock_matrix.py [--jobs 2] [--only TEXT] [--list]
@@ -84,6 +86,12 @@ def matrix():
 PARTS = 2
 
 
+def clock_files():
+    """The test files holding a test marked `clock` (their text says so: `pytest.mark.clock`), which
+    a clock moment collects alone; tests/test_layers.py holds every clock test to one of them."""
+    return sorted(path for path in (ROOT / "tests").rglob("test_*.py") if "mark.clock" in path.read_text())
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -120,8 +128,9 @@ def run(moment, database, extra_args):
     database.devdb("start", shift)
     try:
         # A half runs alone, with make test's workers; a moment of the clock tests shares the machine
-        # with another (--jobs), so it runs on two.
-        selection = ["-m", "clock", "-n", "2"] if moment.part is None else [f"--suite-part={moment.part}/{PARTS}"]
+        # with another (--jobs), so it runs in one process.
+        selection = (["-m", "clock", "-n", "0", *map(str, clock_files())] if moment.part is None
+                     else [f"--suite-part={moment.part}/{PARTS}"])
         env = faketime.environment({**os.environ, "DATABASE_URL": database.url, "DB_TIMEZONE": moment.zone},
                                    shift=shift)
         with open(log, "w") as out:
