@@ -244,6 +244,33 @@ def test_a_pause_taken_in_wrap_up_keeps_its_start_when_the_wrap_up_ends(floor_ag
     assert (row["state"], row["since"]) == ("paused", utc_text(at(10, 41)))
 
 
+def test_a_change_the_state_does_not_show_keeps_its_time_in_state(floor_agent, engine_state, run, frozen_clock, tz,
+                                                                   new_lead, open_missed_activity):
+    """Issue #64 item 3: time in state starts when the state the board shows began. A pause taken at
+    10:05, then the AMI busy at 10:10 (a call while paused) and the outbound block at 10:20 (the
+    grace of an earlier call ran out) are rows of the history but no change of what the board
+    shows: paused (tea) since 10:05, not since the last row. Resumed at 10:30 on the call: on_call
+    since 10:30; the call over at 10:40: the block, since 10:40."""
+    floor_agent(501, panel_active=0)
+    engine_state(at(10, 0), panel_active=True, ami_idle=True)
+    frozen_clock(at(10, 5))
+    run(agents.pause, 501, "tea")
+    engine_state(at(10, 10), ami_idle=False)
+    new_lead("OLI-1")
+    open_missed_activity("OLI-1", connected_at=at(9, 50), ended_at=at(9, 52), due_at=at(9, 54))
+    frozen_clock(at(10, 20))
+    assert run(agents.refresh_blocking, at(10, 20), tz) == {501: True}
+    row = run(agent_states.board_rows, at(10, 25), tz)[0]
+    assert (row["state"], row["pause_code"], row["since"]) == ("paused", "tea", utc_text(at(10, 5)))
+    frozen_clock(at(10, 30))
+    run(agents.resume, 501)
+    row = run(agent_states.board_rows, at(10, 35), tz)[0]
+    assert (row["state"], row["since"]) == ("on_call", utc_text(at(10, 30)))
+    engine_state(at(10, 40), ami_idle=True)
+    row = run(agent_states.board_rows, at(10, 45), tz)[0]
+    assert (row["state"], row["since"]) == ("outbound_blocked", utc_text(at(10, 40)))
+
+
 @pytest.mark.parametrize("query, field", [
     ("from=2026-11-21", "to"), ("from=2026-11-21&to=2026-11-20", "to"), ("from=2026-11-21&to=2027-03-01", "to"),
     ("from=21-11-2026&to=2026-11-21", "from"), ("from=2026-02-30&to=2026-03-01", "from"),

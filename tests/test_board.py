@@ -8,7 +8,7 @@ any process (how soon is bench/board_bench.py's measure: p99 under 1 s)."""
 import json
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 import requests
@@ -584,10 +584,14 @@ class LiveBoard:
                            if self.rows.get(agent_id) != row}
 
 
-def test_boards_joining_during_churn_each_end_with_every_row_exact(board, floor, app, live_server):
+def test_boards_joining_during_churn_each_end_with_every_row_exact(board, floor, app, live_server, sql):
     """Issue #64 item 3: with 16 agents changing state, pause code and note from four threads and a
     board joining after every 25 changes, every board ends with exactly the rows GET /api/board
-    answers once the floor is still (it used to miss changes a joining board's snapshot held)."""
+    answers once the floor is still (it used to miss changes a joining board's snapshot held), and
+    each row is what the agent's history says: the state and pause code of its last row, since the
+    first row of the run of rows showing the same. The service clock moves a second at every read,
+    so every history row has a moment of its own."""
+    import itertools
     import random
 
     from dialerapi.plumbing import clock
@@ -621,6 +625,8 @@ def test_boards_joining_during_churn_each_end_with_every_row_exact(board, floor,
                         joins.release()
 
     threads = [threading.Thread(target=churn, args=(seed,)) for seed in range(4)]
+    seconds, start = itertools.count(), clock.utcnow()
+    clock.set_utc_source(lambda: start + timedelta(seconds=next(seconds)))
     for thread in threads:
         thread.start()
     try:
@@ -636,6 +642,24 @@ def test_boards_joining_during_churn_each_end_with_every_row_exact(board, floor,
     for n, live in enumerate(boards):
         exact, differs = live.shows(truth)
         assert exact, f"board {n} (of {len(boards)}, after {changes[0]} changes): {differs or live.error}"
+
+    def shows(row):  # the test's own reading of a history row (this churn has no wrap-up or block)
+        if not row["panel_active"]:
+            return "panel_inactive", None
+        if row["pause_code"]:
+            return "paused", row["pause_code"]
+        return ("free" if row["ami_idle"] else "on_call"), None
+
+    for agent_id in agent_ids:
+        rows = sql("SELECT * FROM dialerapi_agent_states WHERE agent_id = %s ORDER BY at_utc, id", agent_id)
+        if not rows:  # never changed
+            assert truth[agent_id]["since"] is None
+            continue
+        first = len(rows) - 1
+        while first > 0 and shows(rows[first - 1]) == shows(rows[-1]):
+            first -= 1
+        expected = (*shows(rows[-1]), rows[first]["at_utc"].strftime("%Y-%m-%dT%H:%M:%SZ"))
+        assert (truth[agent_id]["state"], truth[agent_id]["pause_code"], truth[agent_id]["since"]) == expected, rows
 
 
 def test_a_change_undone_before_the_next_update_still_reaches_the_board_that_joined_between(app, client, floor):

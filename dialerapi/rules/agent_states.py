@@ -279,8 +279,10 @@ def prune(conn, before_utc):
 def board_rows(conn, now, tz, agent_ids=None):
     """The supervisor board's agent rows (issue #49) at wall-clock `now`, for every agent or only
     `agent_ids`: [{agent_id, name, extension, skills: [form_type], state (STATES), since (ISO 8601
-    UTC: the moment the state began; a wrap-up that ended began "free" (or the outbound block) at its
-    end, a pause taken during it when it was taken), pause_code,
+    UTC: the moment the state began, the first history row of the run showing it, so a change it
+    does not show, the AMI or the outbound block while paused, keeps it (issue #64); a wrap-up that
+    ended began "free" (or the outbound block) at its end, a pause taken during it when it was
+    taken), pause_code,
     reason_note, form_type (of the call the agent is on, else null), wrapup_until (ISO 8601 UTC or
     null), calls, talk_seconds (today, DB_TIMEZONE)}] in agent order."""
     selector = {"all_agents": agent_ids is None, "agent_ids": tuple(agent_ids or ()) or (0,)}

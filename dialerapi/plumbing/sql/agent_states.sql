@@ -28,21 +28,53 @@ SELECT COALESCE(MAX(id), 0) FROM dialerapi_agent_states;
 
 -- name: board_agents(all_agents, agent_ids)
 -- The board's row of every agent (:all_agents) or of :agent_ids: the availability columns, since
--- when they stand (the last history row's moment) and the form_type of the call the agent is on (an
--- open missed activity: the call connected and has not ended). Today's calls and talk time come
--- from the report (rules.agent_states.days_report).
-SELECT a.id AS agent_id, a.name, a.extension, a.panel_active, a.pause_code, a.reason_note, a.ami_idle,
-       a.wrapup_until, a.outbound_blocked,
-       (SELECT GROUP_CONCAT(k.form_type ORDER BY k.form_type SEPARATOR ';')
-          FROM sales_agent_skills AS k WHERE k.agent_id = a.id) AS skills,
-       (SELECT x.at_utc FROM dialerapi_agent_states AS x WHERE x.agent_id = a.id
-        ORDER BY x.at_utc DESC, x.id DESC LIMIT 1) AS since_utc,
-       (SELECT m.form_type FROM sales_missed_activities AS c JOIN sales_master AS m ON m.id = c.lead_id
-        WHERE c.agent_id = a.id AND c.cleared_at IS NULL AND c.ended_at IS NULL
-        ORDER BY c.connected_at DESC, c.id DESC LIMIT 1) AS call_form_type
-FROM sales_agents AS a
-WHERE :all_agents OR a.id IN :agent_ids
-ORDER BY a.id;
+-- when the state they show stands and the form_type of the call the agent is on (an open missed
+-- activity: the call connected and has not ended). Today's calls and talk time come from the
+-- report (rules.agent_states.days_report).
+-- `since_utc` is the moment of the first history row after the last one whose state differs from
+-- the agent's now (`boundary`, "at_utc#id"), or of the agent's first row when none differs (issue
+-- #64: a row changing what the state does not show, the AMI or the outbound block while paused,
+-- restarted the time in state and delayed the pause alert). A row's state here is its panel, else
+-- its pause code, else its AMI, else idle with its outbound block and its wrap-up's end (a new
+-- wrap-up is a new state; rules.agent_states.board_rows starts free at a wrap-up's end). Each read
+-- is a few entries of ix_agent_states_agent: backward to the first differing row, forward to the
+-- next row.
+SELECT t.agent_id, t.name, t.extension, t.panel_active, t.pause_code, t.reason_note, t.ami_idle, t.wrapup_until,
+       t.outbound_blocked, t.skills, t.call_form_type,
+       IF(t.boundary IS NULL,
+          (SELECT MIN(x.at_utc) FROM dialerapi_agent_states AS x WHERE x.agent_id = t.agent_id),
+          COALESCE((SELECT y.at_utc FROM dialerapi_agent_states AS y
+                    WHERE y.agent_id = t.agent_id
+                      AND y.at_utc >= CAST(SUBSTRING_INDEX(t.boundary, '#', 1) AS DATETIME)
+                      AND (y.at_utc > CAST(SUBSTRING_INDEX(t.boundary, '#', 1) AS DATETIME)
+                           OR y.id > CAST(SUBSTRING_INDEX(t.boundary, '#', -1) AS UNSIGNED))
+                    ORDER BY y.at_utc, y.id LIMIT 1),
+                   t.last_at)) AS since_utc
+FROM (
+  SELECT a.id AS agent_id, a.name, a.extension, a.panel_active, a.pause_code, a.reason_note, a.ami_idle,
+         a.wrapup_until, a.outbound_blocked,
+         (SELECT GROUP_CONCAT(k.form_type ORDER BY k.form_type SEPARATOR ';')
+            FROM sales_agent_skills AS k WHERE k.agent_id = a.id) AS skills,
+         (SELECT m.form_type FROM sales_missed_activities AS c JOIN sales_master AS m ON m.id = c.lead_id
+          WHERE c.agent_id = a.id AND c.cleared_at IS NULL AND c.ended_at IS NULL
+          ORDER BY c.connected_at DESC, c.id DESC LIMIT 1) AS call_form_type,
+         (SELECT x.at_utc FROM dialerapi_agent_states AS x WHERE x.agent_id = a.id
+          ORDER BY x.at_utc DESC, x.id DESC LIMIT 1) AS last_at,
+         (SELECT CONCAT(z.at_utc, '#', z.id) FROM dialerapi_agent_states AS z
+          WHERE z.agent_id = a.id
+            AND CASE WHEN z.panel_active = 0 THEN 'i'
+                     WHEN COALESCE(z.pause_code, '') <> '' THEN CONCAT('p', z.pause_code)
+                     WHEN z.ami_idle = 0 THEN 'b'
+                     ELSE CONCAT('f', z.outbound_blocked, '|', COALESCE(z.wrapup_until, '')) END
+             <> CASE WHEN a.panel_active = 0 THEN 'i'
+                     WHEN COALESCE(a.pause_code, '') <> '' THEN CONCAT('p', a.pause_code)
+                     WHEN a.ami_idle = 0 THEN 'b'
+                     ELSE CONCAT('f', a.outbound_blocked, '|', COALESCE(a.wrapup_until, '')) END
+          ORDER BY z.at_utc DESC, z.id DESC LIMIT 1) AS boundary
+  FROM sales_agents AS a
+  WHERE :all_agents OR a.id IN :agent_ids
+) AS t
+ORDER BY t.agent_id;
 
 -- name: state_rows(all_agents, agent_ids, from_utc, to_utc)
 -- Each agent's history rows from :from_utc (exclusive of earlier ones, but with the last row before
