@@ -88,7 +88,7 @@ PARTS = 2
 
 def clock_files():
     """The test files holding a test marked `clock` (their text says so: `pytest.mark.clock`), which
-    a clock moment collects alone; tests/test_layers.py holds every clock test to one of them."""
+    a clock moment collects alone; tests/test_clock_matrix.py holds every clock test to one of them."""
     return sorted(path for path in (ROOT / "tests").rglob("test_*.py") if "mark.clock" in path.read_text())
 
 
