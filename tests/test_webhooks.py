@@ -360,6 +360,42 @@ def test_hanging_endpoints_get_an_equal_share_of_the_places_and_nothing_is_held_
         release.set()
 
 
+def test_an_endpoint_failing_in_a_row_gets_one_send_at_a_time_until_one_is_delivered(receiver, endpoint, settle,
+                                                                                      dispatcher):
+    """Issue #64 item 2: an endpoint whose last FAILING_STREAK attempts failed (here a 500) keeps one
+    send in flight, not its share, so its retries do not cost every other endpoint the dispatcher's
+    CPU; its first delivery gives its share back."""
+    answer = {"status": 500}
+    failing = receiver(lambda request: (answer["status"], b"no", {}))
+    good = receiver()
+    failing_id = endpoint(failing.url)["id"]
+    good_id = endpoint(good.url)["id"]
+    for n in range(16):
+        settle(f"OLI-{n}")
+    sender = dispatcher(senders=8, per_endpoint=6)
+
+    def in_flight(endpoint_id):
+        return list(sender.in_flight.values()).count(endpoint_id)
+
+    def finish_all():
+        while sender.in_flight.keys() - {delivery_id for delivery_id, _ in sender.finished}:
+            sender.finished.append(sender.results.get(timeout=15))
+
+    sender.step()
+    assert in_flight(failing_id) == in_flight(good_id) == 4 == dispatch.FAILING_STREAK
+    finish_all()
+    sender.step()
+    assert (in_flight(failing_id), in_flight(good_id)) == (1, 6), "one for the failing endpoint, not its share"
+    finish_all()
+    sender.step()
+    assert in_flight(failing_id) == 1
+    answer["status"] = 204
+    finish_all()
+    sender.step()
+    assert in_flight(failing_id) > 1, "a delivery gives the share back"
+    assert len(failing.requests) == 4 + 1 + 1
+
+
 @pytest.mark.long
 def test_inside_addresses_are_refused_unless_named(hooks_app, database_url, sql):
     for url in ("http://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data/", "http://[::1]:8080/x",

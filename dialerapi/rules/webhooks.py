@@ -173,7 +173,8 @@ def take_due(conn, now, endpoints, places, hold_seconds, first=0):
     sender has places for, shared fairly, held from other senders for `hold_seconds` (naive UTC).
 
     `places`: {"room": sending places free in all, "busy": {endpoint id: sends in flight},
-    "per_endpoint": the most one endpoint may have in flight}. The room goes a place at a time to
+    "per_endpoint": the most one endpoint may have in flight, "limits" (optional): {endpoint id: a
+    lower most of its own}}. The room goes a place at a time to
     the endpoint with the fewest sends in flight (those running plus those given this round; ties
     to the earlier in `endpoints` rotated by `first`, the round's number), so an endpoint that
     hangs or fails holds at most an equal share of the places while others have deliveries due,
@@ -188,7 +189,8 @@ def take_due(conn, now, endpoints, places, hold_seconds, first=0):
     turn = first % len(enabled)
     due = {}
     for endpoint in enabled[turn:] + enabled[:turn]:
-        limit = min(room, places["per_endpoint"] - busy.get(endpoint["id"], 0))
+        most = places.get("limits", {}).get(endpoint["id"], places["per_endpoint"])
+        limit = min(room, most - busy.get(endpoint["id"], 0))
         if limit > 0:
             rows = list(queries.due_deliveries(conn, endpoint_id=endpoint["id"], now=now, max_rows=limit))
             if rows:

@@ -1,7 +1,8 @@
 """Webhook endpoints served fairly (issue #64 item 2): three bad endpoints registered first (one that
 never answers, one that always answers 500, one that answers 302), then a good one; the good one's
-p99 from a settle's commit to its event's arrival is printed beside the same run without the bad
-ones (the issue asks within 2x), and held under 2 s (the take before issue #64 gave 90 s).
+p99 from a settle's commit to its event's arrival is within 2x of the same run without the bad ones
+(the take before issue #64 gave 90 s; fair shares alone, 1.0-2.3x: the failing endpoints' retries
+took the dispatcher's CPU until a failing endpoint was kept to one send in flight).
 
 As on a floor, the dispatcher is a process of its own (`dialerapi webhooks dispatch`, its clock
 running from DEFAULT_NOW: decisions.md D2) and so are the bad receivers (tests/faults/bad_receivers.py),
@@ -138,7 +139,4 @@ def test_three_bad_endpoints_first_leave_the_good_ones_p99_within_twice_its_own(
     tried = sql("SELECT endpoint_id, COUNT(*) AS n FROM dialerapi_webhook_attempts GROUP BY endpoint_id")
     assert {row["endpoint_id"] for row in tried} >= set(bad_ids[1:]), "the failing ones were tried meanwhile"
     print(f"good endpoint p99: {p99_alone:.3f} s alone, {p99_beside_bad:.3f} s beside three bad ones")
-    # The issue's measure is within 2x of its own alone: met in quiet runs (1.27x to 1.5x), not every
-    # run (2.18x once alone on the machine, 2.27x beside make faults' workers), so the test holds a
-    # bound load cannot reach and the old take's holds could not meet (its p99 was 90 s).
-    assert p99_beside_bad < 2.0, (p99_beside_bad, p99_alone)
+    assert p99_beside_bad <= 2 * p99_alone, (p99_beside_bad, p99_alone)
