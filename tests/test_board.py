@@ -547,6 +547,51 @@ def test_a_new_note_of_the_same_pause_reaches_the_board(board, floor, app):
         timeout=EVENT_SECONDS)
 
 
+def test_a_ringing_call_shows_its_campaign_until_it_ends(board, floor, app, client, new_lead, sql):
+    """Issue #64 item 3: a progressive claim (and a redial) names its agent, but the board showed a
+    call's campaign only once an agent was connected (an open missed activity): a ringing call showed
+    none. The claim is kept on the agent's row; the board shows the lead's form_type while that
+    reservation is the lead's live one, and the call's end (a settle, a release) tells the board."""
+    from dialerapi.plumbing import clock
+    from dialerapi.rules import dialstate
+
+    def form_types():
+        body = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
+        return {row["agent_id"]: row["form_type"] for row in body["agents"]}
+
+    def board_shows(agent_id, form_type):
+        until(live, lambda m: m["event"] == "board.update" and any(
+            row["agent_id"] == agent_id and row["form_type"] == form_type for row in m["data"]["agents"]),
+            timeout=EVENT_SECONDS)
+
+    new_lead("CARD-1", form_type="credit_card")
+    new_lead("HOME-1", form_type="home_loan", phone_number="+91 98765 43211")
+    with app.app_context():
+        for agent_id in (501, 502):
+            get_db().run(claims.set_availability, agent_id, panel_active=True, ami_idle=True)
+    live = board("", {"X-API-Key": SUPERVISOR_SECRET})
+    assert {row["agent_id"]: row["form_type"] for row in frame(live)["data"]["agents"]} == {501: None, 502: None}
+
+    with app.app_context():
+        claimed = get_db().run(claims.claim_next, 502, clock.now(TZ))
+    assert claimed["oli_id"] == "CARD-1"
+    board_shows(502, "credit_card")
+    assert form_types() == {501: None, 502: "credit_card"}
+    with app.app_context():
+        get_db().run(dialstate.settle, "CARD-1", "no_answer", clock.now(TZ), tz=TZ, grace_minutes=10,
+                     release_retry_ms=60000)
+    board_shows(502, None)
+    assert form_types() == {501: None, 502: None}
+
+    with app.app_context():
+        get_db().run(claims.claim_lead, 501, "HOME-1", clock.now(TZ))
+    board_shows(501, "home_loan")
+    with app.app_context():
+        get_db().run(dialstate.release, "HOME-1", clock.now(TZ), tz=TZ, grace_minutes=10, release_retry_ms=60000)
+    board_shows(501, None)
+    assert form_types() == {501: None, 502: None}
+
+
 class LiveBoard:
     """A board socket read by a thread of its own, its rows kept as the page keeps them."""
 

@@ -57,9 +57,14 @@ def live_rows(sql):
 @pytest.mark.long
 @pytest.mark.slow
 def test_every_progressive_claimer_released_at_once_gets_a_lead_of_its_own(app, sql, busy_floor):
+    """And each agent's row names the lead and reservation claimed for it (the board's ringing
+    call, issue #64 item 3; migration 0021)."""
+    claimed_for = {}
+
     def claim(agent_id):
         with app.app_context():
             row = get_db().run(claims.claim_next, agent_id, DEFAULT_NOW)
+            claimed_for[agent_id] = row and (row["id"], row["reservation_id"])
             return row and row["oli_id"]
 
     for run in range(RUNS):
@@ -70,6 +75,8 @@ def test_every_progressive_claimer_released_at_once_gets_a_lead_of_its_own(app, 
         live = live_rows(sql)
         assert sorted(row["oli_id"] for row in live) == leads
         assert len({row["reservation_id"] for row in live}) == CLAIMERS
+        kept = sql("SELECT id, claimed_lead_id, claimed_reservation_id FROM sales_agents WHERE id IN %s", busy_floor)
+        assert {row["id"]: (row["claimed_lead_id"], row["claimed_reservation_id"]) for row in kept} == claimed_for
         sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0, reservation_id = NULL")
 
 

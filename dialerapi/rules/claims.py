@@ -30,6 +30,7 @@ from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries, union_all
 from dialerapi.rules import abandons, agent_states, callbacks, compliance, contact_caps, dialstate
 from dialerapi.rules.agents import UnknownAgent, with_lists
+from dialerapi.rules.events import notify
 
 # Candidates read per form_type (and call zone) in the first window; each later window is
 # WINDOW_GROWTH times larger, until the candidates run out.
@@ -237,10 +238,16 @@ def _claimable(conn, row, now, tz, config, agent_id):
     return True, ticket
 
 
-def _claim(conn, row, ticket, now, tz):
-    """Reserve the locked `row` (dialstate.claim_changes) and count it against its number's caps."""
+def _claim(conn, row, ticket, now, tz, agent_id=None):
+    """Reserve the locked `row` (dialstate.claim_changes) and count it against its number's caps.
+    With `agent_id` (a progressive claim, a redial or an inbound call; the agent's row locked) the
+    agent is told and the claim is kept on the agent, so the board shows the call's campaign while
+    it rings (issue #64 item 3; migration 0021)."""
     claimed = dialstate.write_lead(conn, row, dialstate.claim_changes(row, now), now)
     contact_caps.record(conn, claimed, ticket, now, tz)
+    if agent_id is not None:
+        queries.set_agent_claim(conn, agent_id=agent_id, lead_id=claimed["id"], reservation_id=claimed["reservation_id"])
+        notify(conn, [agent_id], now)
     return claimed
 
 
@@ -266,7 +273,7 @@ def claim_next(conn, agent_id, now, tz=None):
                                   _zone(tz, config), agent["id"])
     if row is None:
         return None
-    return _claim(conn, row, ticket, now, tz)
+    return _claim(conn, row, ticket, now, tz, agent["id"])
 
 
 def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
@@ -399,7 +406,7 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     hit, ticket = contact_caps.check(conn, row, now, tz, caps)
     if hit is not None:
         raise NotClaimable(contact_caps.CONTACT_CAP, **contact_caps.refusal_figures(hit))
-    return _claim(conn, row, ticket, now, tz)
+    return _claim(conn, row, ticket, now, tz, agent["id"])
 
 
 KEEP = object()

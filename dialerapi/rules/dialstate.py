@@ -202,9 +202,13 @@ def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=Non
     the end of a personal callback (callback_agent_id, issue #40: its owner is told). Ends
     the open missed activity of `agent_id` (of every agent when None) for the lead: ended_at = now,
     due_at = `grace_minutes` of elapsed time later, with their exact UTC instants beside them, and
-    queues the agents' events; then applies the latest held CRM action of the oli_id, which wins.
+    queues the events of those agents and of the agent the call was claimed for (the board stops
+    showing its campaign); then applies the latest held CRM action of the oli_id, which wins.
     Returns {"lead": the row as it now stands, "pending": the action applied or None}.
     """
+    # The agent the call was claimed for shows its campaign on the board while it rings (claims._claim).
+    claimed_for = [r["agent_id"] for r in queries.agents_claiming(
+        conn, lead_id=row["id"], reservation_id=row["reservation_id"])] if row.get("reservation_id") else []
     changes = {**changes, **abandons.end_of_call(row)}
     if row.get("callback_agent_id") is not None:
         # The call of a personal callback ends it (issue #40); its owner's list is told.
@@ -216,8 +220,8 @@ def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=Non
         conn, lead_id=row["id"], agent_id=agent_id, ended_at=now, due_at=clock.after(now, grace, tz),
         ended_at_utc=ended_at_utc, due_at_utc=ended_at_utc + grace,
     )
-    if ended:
-        notify(conn, [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=row["oli_id"])], now)
+    told = [r["agent_id"] for r in queries.agents_with_open_activities(conn, oli_id=row["oli_id"])] if ended else []
+    notify(conn, told + claimed_for, now)
     if tell is not None:
         tell(row)
     row, applied = apply_latest_pending(conn, row, now, config, applied_by)

@@ -29,7 +29,8 @@ SELECT COALESCE(MAX(id), 0) FROM dialerapi_agent_states;
 -- name: board_agents(all_agents, agent_ids)
 -- The board's row of every agent (:all_agents) or of :agent_ids: the availability columns, since
 -- when the state they show stands and the form_type of the call the agent is on (an open missed
--- activity: the call connected and has not ended). Today's calls and talk time come from the
+-- activity: the call connected and has not ended), else of the call claimed for the agent while
+-- its reservation is live (it rings: migration 0021, issue #64 item 3). Today's calls and talk time come from the
 -- report (rules.agent_states.days_report).
 -- `since_utc` is the moment of the first history row after the last one whose state differs from
 -- the agent's now (`boundary`, "at_utc#id"), or of the agent's first row when none differs (issue
@@ -55,9 +56,12 @@ FROM (
          a.wrapup_until, a.outbound_blocked,
          (SELECT GROUP_CONCAT(k.form_type ORDER BY k.form_type SEPARATOR ';')
             FROM sales_agent_skills AS k WHERE k.agent_id = a.id) AS skills,
-         (SELECT m.form_type FROM sales_missed_activities AS c JOIN sales_master AS m ON m.id = c.lead_id
-          WHERE c.agent_id = a.id AND c.cleared_at IS NULL AND c.ended_at IS NULL
-          ORDER BY c.connected_at DESC, c.id DESC LIMIT 1) AS call_form_type,
+         COALESCE((SELECT m.form_type FROM sales_missed_activities AS c JOIN sales_master AS m ON m.id = c.lead_id
+                   WHERE c.agent_id = a.id AND c.cleared_at IS NULL AND c.ended_at IS NULL
+                   ORDER BY c.connected_at DESC, c.id DESC LIMIT 1),
+                  (SELECT r.form_type FROM sales_master AS r
+                   WHERE r.id = a.claimed_lead_id AND r.isReserved = 1
+                     AND r.reservation_id = a.claimed_reservation_id)) AS call_form_type,
          (SELECT x.at_utc FROM dialerapi_agent_states AS x WHERE x.agent_id = a.id
           ORDER BY x.at_utc DESC, x.id DESC LIMIT 1) AS last_at,
          (SELECT CONCAT(z.at_utc, '#', z.id) FROM dialerapi_agent_states AS z

@@ -100,3 +100,8 @@ DELETE FROM dialerapi_outbox WHERE created_at < :before;
 
 -- name: get_pause_reason(code)^
 SELECT code, kind, needs_note FROM sales_pause_reasons WHERE code = :code;
+
+-- name: agents_claiming(lead_id, reservation_id)
+-- The agents a live call of the lead was claimed for (ix_sales_agents_claimed_lead); read without
+-- a lock, so the end of a call never waits on an agent's row.
+SELECT id AS agent_id FROM sales_agents WHERE claimed_lead_id = :lead_id AND claimed_reservation_id = :reservation_id;

@@ -146,3 +146,8 @@ WHERE a.panel_active = 1 AND (a.pause_code IS NULL OR a.pause_code = '') AND a.o
   AND (:form_type IS NULL OR s.form_type = :form_type)
 GROUP BY s.form_type
 ORDER BY s.form_type;
+
+-- name: set_agent_claim(agent_id, lead_id, reservation_id)!
+-- The lead a claim was made for the agent (its row is locked by lock_agent): the board shows the
+-- lead's campaign while this reservation stays the lead's live one (migration 0021).
+UPDATE sales_agents SET claimed_lead_id = :lead_id, claimed_reservation_id = :reservation_id WHERE id = :agent_id;
