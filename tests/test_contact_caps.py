@@ -140,20 +140,43 @@ def test_the_fourth_lead_of_a_florida_number_waits_for_the_window(new_lead, floo
                    "WHERE oli_id = 'FL-3'")
     assert held == {"dial_status": "Pending", "isReserved": 0, "next_retry_at": NOW + timedelta(days=1),
                     "contact_cap": PRESET, "contact_cap_until": NOW + timedelta(days=1)}
-    assert [at for _, at, _, _ in contact_attempts(sql)] == [utc_naive(moment) for moment in moments]
+    assert [at for _, at, _, _ in contact_attempts(sql, FLORIDA_E164)] == [utc_naive(moment) for moment in moments]
     # A second before the window frees the number it is still held; at that moment the lead is due.
     assert claim(run, now=NOW + timedelta(days=1, seconds=-1)) is None
     assert claim(run, now=NOW + timedelta(days=1)) == "FL-3"
 
 
-def test_a_number_no_cap_applies_to_is_not_counted(new_lead, floor_agent, run, sql):
-    """A cap of a region counts only that region's numbers: no rows, no lock, for the others."""
+def test_every_number_is_counted_whether_or_not_a_cap_applies(new_lead, floor_agent, run, sql):
+    """Issue #65 item 1: attempts were recorded only while an enabled cap applied to the number, so a
+    cap enabled later forgot the calls already made. Every counted claim is kept, cap or none."""
     floor_agent()
     enable(sql)
     for n in range(5):
         new_lead(f"NY-{n}", phone_number=NEW_YORK)
     assert [claim(run) for _ in range(5)] == [f"NY-{n}" for n in range(5)]
-    assert sql("SELECT * FROM dialerapi_contact_numbers") == []
+    assert [at for _, at, _, _ in contact_attempts(sql, 12122021234)] == [utc_naive(NOW)] * 5
+
+
+def test_a_cap_enabled_mid_day_holds_the_calls_already_made(command, new_lead, floor_agent, run, sql, client):
+    """Issue #65 item 1: a compliance officer enables a cap at 10:00 for the day; the law counts the
+    calls of 08:00. Three calls to a California number with no cap on, then `caps add --enable`:
+    the next progressive claim passes the number's lead over (held until the first call leaves the
+    window) and a redial answers 409 contact_cap."""
+    floor_agent()
+    for n in range(4):
+        new_lead(f"CA-{n}", phone_number="+1 310 555 0123")
+    morning = [NOW - timedelta(hours=2), NOW - timedelta(hours=1, minutes=30), NOW - timedelta(hours=1)]
+    for n, moment in enumerate(morning):
+        assert claim(run, now=moment) == f"CA-{n}"
+        settle(run, f"CA-{n}", now=moment + timedelta(seconds=40))
+    assert command("caps", "add", "california-3-per-day", "--max", "3", "--per", "24h", "--region", "US-CA",
+                   "--enable").exit_code == 0
+    assert claim(run) is None
+    held = sql.one("SELECT contact_cap, next_retry_at FROM sales_master WHERE oli_id = 'CA-3'")
+    assert held == {"contact_cap": "california-3-per-day", "next_retry_at": morning[0] + timedelta(days=1)}
+    redial = client.post("/engine/claim", headers=ENGINE, json={
+        "mode": "redial", "request_id": "r-1", "agent_id": 501, "oli_id": "CA-0"})
+    assert redial.status_code == 409 and redial.get_json()["reason"] == "contact_cap", redial.get_json()
 
 
 def test_a_cap_of_one_form_type_counts_only_its_own_attempts(command, new_lead, floor_agent, run, sql):
@@ -167,7 +190,7 @@ def test_a_cap_of_one_form_type_counts_only_its_own_attempts(command, new_lead, 
     new_lead("DEBT-1", phone_number=FLORIDA, form_type="debt")
     got = {claim(run) for _ in range(4)}
     assert got == {"HL-0", "HL-1", "DEBT-0", None} or got == {"HL-0", "HL-1", "DEBT-1", None}
-    assert len(contact_attempts(sql)) == 1
+    assert sorted(form_type for _, _, form_type, _ in contact_attempts(sql)) == ["debt", "home_loan", "home_loan"]
 
 
 def test_a_redial_at_the_cap_answers_409_with_the_cap_and_when_it_frees(new_lead, floor_agent, run, sql, client):

@@ -201,7 +201,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
             if lead_id in tried:
                 continue
             tried.add(lead_id)
-            row = queries.lock_unreserved(conn, id=lead_id, caps=bool(config.contact_caps))
+            row = queries.lock_unreserved(conn, id=lead_id, counted=True)
             if row is None:
                 held.append(lead_id)
                 continue
@@ -217,7 +217,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
             continue
         max_rows *= WINDOW_GROWTH
     for lead_id in held:
-        row = queries.lock_unreserved_waiting(conn, id=lead_id, caps=bool(config.contact_caps))
+        row = queries.lock_unreserved_waiting(conn, id=lead_id, counted=True)
         if row is not None:
             claimable, ticket = _claimable(conn, row, now, tz, config, agent_id)
             if claimable:
@@ -392,8 +392,8 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     reason = dialstate.unavailable_reason(agent, now, outbound=call_type != "inbound" and not own_missed)
     if reason:
         raise NotClaimable(reason)
-    caps = config.contact_caps if contact_caps.counted(call_type, customer_request) else ()
-    row = queries.lock_lead_skip_locked(conn, oli_id=oli_id, caps=bool(caps))
+    counted = contact_caps.counted(call_type, customer_request)
+    row = queries.lock_lead_skip_locked(conn, oli_id=oli_id, counted=counted)
     if row is None:
         if not queries.lead_exists(conn, oli_id=oli_id):
             raise dialstate.UnknownLead(oli_id)
@@ -403,7 +403,7 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     reason = compliance.refusal(conn, row, now, _zone(tz, config), config, call_type)
     if reason:
         raise NotClaimable(reason)
-    hit, ticket = contact_caps.check(conn, row, now, tz, caps)
+    hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps if counted else (), counted)
     if hit is not None:
         raise NotClaimable(contact_caps.CONTACT_CAP, **contact_caps.refusal_figures(hit))
     return _claim(conn, row, ticket, now, tz, agent["id"])

@@ -15,15 +15,16 @@ NotClaimable `contact_cap` with the cap's name and that moment. An inbound call,
 engine says the customer asked for (`customer_request`), are never held, nor counted: the rules
 count calls the dialer makes on its own (12 CFR 1006.14(b)(3) leaves calls with the consumer's
 prior consent out). Every other claim of a number some enabled cap applies to records an attempt
-at the claim (`record`); an originate failure takes its own back (`forget`); a reservation the
+at the claim (`record`), whether or not a cap is enabled then (issue #65: a cap enabled at 10:00
+counts the calls of 08:00); an originate failure takes its own back (`forget`); a reservation the
 lease released stays counted, since the phone may have rung.
 
 A number's attempts of the last 31 days are one row of dialerapi_contact_numbers, read with the
 lead the claim locks (claims.sql lock_unreserved, at no extra round trip) and written back by the
 claim only over the `version` it read (`record`): when another claim of the number wrote it in
 between, the claim is run again (plumbing.db.Conflict) and counts that attempt too; on two Galera
-nodes the two writes fail certification and one is run again. So the check costs nothing when no
-cap applies and one write when one does. Moments are naive UTC (decisions.md D2) in the tables,
+nodes the two writes fail certification and one is run again. So every counted claim costs one
+write, cap or none. Moments are naive UTC (decisions.md D2) in the tables,
 and wall-clock DB_TIMEZONE on the lead, as next_retry_at always is.
 """
 
@@ -179,23 +180,28 @@ def counted(call_type, customer_request=False):
     return call_type != INBOUND and not customer_request
 
 
-def check(conn, row, now, tz, caps):
-    """(Hit, None) when the locked lead `row`'s number is at a cap now; (None, Ticket) when an
-    enabled cap applies to it and it is under every one; (None, None) when none applies.
+def check(conn, row, now, tz, caps, counted=True):
+    """(Hit, None) when the locked lead `row`'s number is at one of `caps` (the enabled ones) now;
+    else (None, Ticket) to count the claim with, whether a cap applies or not, so a cap enabled
+    later counts the calls made before it (issue #65); (None, None) when the claim is not `counted`
+    (`counted()`), the lead has no number, or the caller gives no `tz` and no cap applies.
 
     `row` carries contact_for (the number they are of), contact_version and contact_attempts when
-    the lock query read them (claims.sql, with caps); they are taken out of it, which is then a
+    the lock query read them (claims.sql, with :counted); they are taken out of it, which is then a
     sales_master row again. With several
     caps at their limit, the Hit is the latest moment one of them frees the number. `now` is
-    wall-clock in `tz` (DB_TIMEZONE).
+    wall-clock in `tz` (DB_TIMEZONE; the service passes it at every claim, rules.engine). Raises
+    ValueError when a cap applies and `tz` is None.
     """
     read_for = row.pop("contact_for", None)
     version, stored = row.pop("contact_version", None), row.pop("contact_attempts", None)
-    chosen = applying(caps, row.get("phone_e164"), row["form_type"])
-    if not chosen:
+    if not counted or row.get("phone_e164") is None:
         return None, None
+    chosen = applying(caps, row["phone_e164"], row["form_type"])
     if tz is None:
-        raise ValueError("contact caps are enabled: the claim needs tz, the zone of now (DB_TIMEZONE)")
+        if chosen:
+            raise ValueError("contact caps are enabled: the claim needs tz, the zone of now (DB_TIMEZONE)")
+        return None, None
     if read_for is None or read_for != row["phone_e164"]:  # not read with the lead, or its number was corrected
         found = queries.contact_number(conn, phone_e164=row["phone_e164"])
         version, stored = (found["version"], found["attempts"]) if found else (None, None)

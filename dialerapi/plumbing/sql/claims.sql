@@ -49,36 +49,37 @@ WHERE form_type = :form_type AND call_zone_id = :zone_id
 ORDER BY claim_bucket, claim_due, id
 LIMIT :max_rows;
 
--- name: lock_unreserved(id, caps)^
+-- name: lock_unreserved(id, counted)^
 -- With `listed`: whether its stored phone_e164 is on the do-not-call list, in the same round trip,
--- and the owner of its callback (invisible, migration 0015). With :caps (a contact cap is enabled,
--- issue #50), its number's contact_version and contact_attempts (rules.contact_caps; NULL when the
--- number has none), read without a lock: the claim writes them back only over the version it read.
+-- and the owner of its callback (invisible, migration 0015). With :counted (a claim the contact
+-- caps count, enabled or not: issue #65), its number's contact_version and contact_attempts
+-- (rules.contact_caps; NULL when the number has none), read without a lock: the claim writes them
+-- back only over the version it read.
 SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
-       IF(:caps, m.phone_e164, NULL) AS contact_for,
-       IF(:caps, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
+       IF(:counted, m.phone_e164, NULL) AS contact_for,
+       IF(:counted, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
          AS contact_version,
-       IF(:caps, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
+       IF(:counted, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
          AS contact_attempts
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE SKIP LOCKED;
 
--- name: lock_unreserved_waiting(id, caps)^
+-- name: lock_unreserved_waiting(id, counted)^
 -- The same, waiting for a transaction that holds the row: a locking read then sees its latest
 -- committed version (reserved by a claim, or still free after a push).
 SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
-       IF(:caps, m.phone_e164, NULL) AS contact_for,
-       IF(:caps, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
+       IF(:counted, m.phone_e164, NULL) AS contact_for,
+       IF(:counted, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
          AS contact_version,
-       IF(:caps, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
+       IF(:counted, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
          AS contact_attempts
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE;
 
--- name: lock_lead_skip_locked(oli_id, caps)^
+-- name: lock_lead_skip_locked(oli_id, counted)^
 SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
-       IF(:caps, m.phone_e164, NULL) AS contact_for,
-       IF(:caps, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
+       IF(:counted, m.phone_e164, NULL) AS contact_for,
+       IF(:counted, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
          AS contact_version,
-       IF(:caps, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
+       IF(:counted, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
          AS contact_attempts
 FROM sales_master AS m WHERE m.oli_id = :oli_id FOR UPDATE SKIP LOCKED;
 
