@@ -467,7 +467,7 @@ def test_sixteen_engines_through_two_hosts_lose_and_double_no_count(two_hosts, c
     for agent_id in range(601, 617):
         floor_agent(agent_id, skills=("home_loan", "credit_card"))
     sql("UPDATE sales_dialer_config SET enforce_abandon_limit = 0")
-    leads = [{"oli_id": f"L-{n:03d}", "phone_number": "9876543210", "client_name": "Meena Sundaram",
+    leads = [{"oli_id": f"L-{n:03d}", "phone_number": f"98765{n:05d}", "client_name": "Meena Sundaram",
               "form_type": ("home_loan", "credit_card")[n % 2], "priority_id": 2} for n in range(96)]
     assert client.post("/api/leads", json={"leads": leads}, headers={"X-API-Key": SECRET}).status_code == 201
     start, errors, played = threading.Barrier(16), [], []

@@ -7,12 +7,12 @@ dial attempts to one phone number (E.164) across every lead with it.
 
 import importlib.util
 import json
-import threading
 from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import ENGINE_SECRET, ROOT, TZ, add_contact_attempts, cli, contact_attempts, sixteen_at_once, utc_naive
+from conftest import (ENGINE_SECRET, ROOT, TZ, add_contact_attempts, cli, contact_attempts, progressive_claims_at_once,
+                      utc_naive)
 from dialerapi.rules import claims, contact_caps, dialstate, floor
 from dialerapi.rules.us_area_codes import AREA_CODES
 from dialerapi.upkeep import jobs
@@ -153,7 +153,9 @@ def test_every_number_is_counted_whether_or_not_a_cap_applies(new_lead, floor_ag
     enable(sql)
     for n in range(5):
         new_lead(f"NY-{n}", phone_number=NEW_YORK)
-    assert [claim(run) for _ in range(5)] == [f"NY-{n}" for n in range(5)]
+    for n in range(5):
+        assert claim(run) == f"NY-{n}"
+        settle(run, f"NY-{n}")
     assert [at for _, at, _, _ in contact_attempts(sql, 12122021234)] == [utc_naive(NOW)] * 5
 
 
@@ -188,7 +190,12 @@ def test_a_cap_of_one_form_type_counts_only_its_own_attempts(command, new_lead, 
     new_lead("HL-1", phone_number=FLORIDA)
     new_lead("DEBT-0", phone_number=FLORIDA, form_type="debt")
     new_lead("DEBT-1", phone_number=FLORIDA, form_type="debt")
-    got = {claim(run) for _ in range(4)}
+    got = set()
+    for _ in range(4):
+        got.add(claim(run))
+        for oli_id in got - {None}:
+            if sql.lead(oli_id)["isReserved"]:
+                settle(run, oli_id)
     assert got == {"HL-0", "HL-1", "DEBT-0", None} or got == {"HL-0", "HL-1", "DEBT-1", None}
     assert sorted(form_type for _, _, form_type, _ in contact_attempts(sql)) == ["debt", "home_loan", "home_loan"]
 
@@ -241,6 +248,34 @@ def test_an_originate_failure_takes_its_attempt_back(new_lead, floor_agent, run,
     assert contact_attempts(sql) == []
 
 
+def test_an_originate_failure_at_the_cap_frees_the_leads_held_meanwhile(app, new_lead, floor_agent, run, sql):
+    """Issue #65 item 4: an originate failure gave its attempt back (3 to 2) but the leads held
+    meanwhile kept next_retry_at +24 h. 16 claimers released at once on 16 leads of a number with 2
+    of its 3 attempts used, twice, the served call failing to originate each time: each round serves
+    one (the others pass the number over while it is live, issue #65 item 6, instead of holding it
+    for a day). A lead held while the call was live (as the release before this one held it) is due
+    again once the attempt is given back."""
+    for agent_id in range(501, 517):
+        floor_agent(agent_id)
+    enable(sql)
+    add_contact_attempts(sql, FLORIDA_E164, [NOW - timedelta(hours=2), NOW - timedelta(hours=1)])
+    for n in range(16):
+        new_lead(f"FL-{n:02d}", phone_number=FLORIDA)
+    for round_ in range(2):
+        got, errors = progressive_claims_at_once(app, range(501, 517), NOW)
+        served = [oli_id for oli_id in got if oli_id]
+        assert not errors and len(served) == 1, (round_, served, errors)
+        assert len(contact_attempts(sql, FLORIDA_E164)) == 3
+        held = "FL-15" if served[0] != "FL-15" else "FL-14"
+        sql("UPDATE sales_master SET next_retry_at = %s, contact_cap = %s, contact_cap_until = %s WHERE oli_id = %s",
+            NOW + timedelta(days=1), PRESET, NOW + timedelta(days=1), held)
+        settle(run, served[0], "originate_failed")
+        assert len(contact_attempts(sql, FLORIDA_E164)) == 2
+        freed = sql.one("SELECT next_retry_at, contact_cap, contact_cap_until FROM sales_master WHERE oli_id = %s", held)
+        assert freed == {"next_retry_at": NOW, "contact_cap": None, "contact_cap_until": None}, freed
+    assert sql("SELECT oli_id FROM sales_master WHERE contact_cap_until IS NOT NULL") == []
+
+
 def test_the_floor_counts_leads_waiting_on_a_cap_and_the_report_lists_the_numbers(
         command, new_lead, floor_agent, run, sql):
     """Items 3 and 4: /engine/floor's leads_waiting_on_caps per form_type; `dialerapi report caps`."""
@@ -264,6 +299,29 @@ def test_the_floor_counts_leads_waiting_on_a_cap_and_the_report_lists_the_number
     assert state["form_types"][0]["leads_waiting_on_caps"] == 1
 
 
+def test_the_report_splits_a_numbers_holds_by_form_type(command, new_lead, floor_agent, run, sql):
+    """Issue #65 item 5: `report caps` kept one row per day, cap and number with the first held
+    lead's form_type (16 credit_card and 15 home_loan holds shown as 31 of one; migration 0022).
+    Its rows equal the leads the claims held, form_type by form_type."""
+    floor_agent(skills=("credit_card", "home_loan"))
+    enable(sql)
+    add_contact_attempts(sql, FLORIDA_E164, [NOW - timedelta(hours=3), NOW - timedelta(hours=2),
+                                             NOW - timedelta(hours=1)])
+    for n in range(4):
+        new_lead(f"CC-{n}", phone_number=FLORIDA, form_type="credit_card")
+    for n in range(3):
+        new_lead(f"HL-{n}", phone_number=FLORIDA)
+    assert claim(run) is None
+    held = sql("SELECT form_type, COUNT(*) AS n FROM sales_master WHERE contact_cap = %s GROUP BY form_type"
+               " ORDER BY form_type", PRESET)
+    assert [(row["form_type"], row["n"]) for row in held] == [("credit_card", 4), ("home_loan", 3)]
+    report = command("report", "caps", "--from", "2026-11-21", "--to", "2026-11-21", "--json")
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.output) == [
+        {"day": "2026-11-21", "cap": PRESET, "form_type": "credit_card", "numbers": 1, "leads_held": 4},
+        {"day": "2026-11-21", "cap": PRESET, "form_type": "home_loan", "numbers": 1, "leads_held": 3}]
+
+
 def test_sixteen_claimers_at_once_on_a_number_at_its_cap_minus_one_serve_exactly_one(
         app, new_lead, floor_agent, run, sql):
     """Item 2: 16 claimers released at once on 16 leads sharing a number with 2 of its 3 attempts
@@ -277,28 +335,22 @@ def test_sixteen_claimers_at_once_on_a_number_at_its_cap_minus_one_serve_exactly
         settle(run, f"USED-{n}")
     for n in range(16):
         new_lead(f"FL-{n}", phone_number=FLORIDA)
-    got, errors = [], []
-    claimers = sixteen_at_once(app, errors)
-
-    def claimer(agent_id):
-        row = claimers(claims.claim_next, agent_id, NOW, tz=TZ)
-        got.append(row and row["oli_id"])
-
-    threads = [threading.Thread(target=claimer, args=(agent_id,)) for agent_id in range(501, 517)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    got, errors = progressive_claims_at_once(app, range(501, 517), NOW)
     assert not errors
     served = [oli_id for oli_id in got if oli_id]
     assert len(served) == 1 and len(got) == 16
     attempts = contact_attempts(sql, FLORIDA_E164)
     assert len(attempts) == 3 and attempts[-1][3] == sql.lead(served[0])["reservation_id"]
     assert [row["oli_id"] for row in sql("SELECT oli_id FROM sales_master WHERE isReserved = 1")] == served
-    held = sql("SELECT contact_cap, next_retry_at FROM sales_master WHERE oli_id LIKE 'FL-%%' AND isReserved = 0")
-    assert len(held) == 15 and all(row["contact_cap"] == PRESET for row in held)
+    # The others passed the number over while it was live (one live call per number, issue #65), not held.
+    waiting = sql("SELECT contact_cap FROM sales_master WHERE oli_id LIKE 'FL-%%' AND isReserved = 0")
+    assert len(waiting) == 15 and all(row["contact_cap"] is None for row in waiting)
     # And the call records: the served call ends; the number has 3 calls, every one in the window.
     settle(run, served[0])
+    assert claim(run) is None
+    held = sql("SELECT contact_cap FROM sales_master WHERE oli_id LIKE 'FL-%%' AND isReserved = 0"
+               " AND oli_id <> %s", served[0])
+    assert len(held) == 15 and all(row["contact_cap"] == PRESET for row in held)
     calls = sql("SELECT a.ended_at FROM sales_call_attempts AS a JOIN sales_master AS m ON m.id = a.lead_id"
                 " WHERE m.phone_e164 = %s", FLORIDA_E164)
     assert len(calls) == 3

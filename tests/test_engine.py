@@ -35,7 +35,7 @@ def floor(sql, new_lead):
     """Agent 501 (home_loan), available; leads A and B due (Pending)."""
     sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (501, '4501', 'Kavya', 1, 1)")
     sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (501, 'home_loan')")
-    new_lead("A")
+    new_lead("A", phone_number="+91 98765 43210")
     new_lead("B")
 
 

@@ -17,11 +17,13 @@ STARTED = "2026-11-21 09:59:30"
 
 
 def arrange_floor(sql, new_lead):
-    """Agent 501 (home_loan) available; lead A due (Pending), lead B finished (Received), lead L live."""
+    """Agent 501 (home_loan) available; lead A due (Pending), lead B finished (Received), both of the
+    customer +91 98765 43210; lead L live, of another customer."""
     sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (501, '4501', 'Kavya', 1, 1)")
     sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (501, 'home_loan')")
-    for oli_id in ("A", "B", "L"):
-        new_lead(oli_id)
+    for oli_id in ("A", "B"):
+        new_lead(oli_id, phone_number="+91 98765 43210")
+    new_lead("L")
     sql("UPDATE sales_master SET dial_status = 'Received' WHERE oli_id = 'B'")
     sql("UPDATE sales_master SET previous_dial_status = 'Pending', dial_status = 'Calling', isReserved = 1,"
         " reservation_id = %s, reserved_at = %s WHERE oli_id = 'L'", RESERVATION, DEFAULT_NOW)
@@ -60,6 +62,11 @@ def at_contact_cap(sql):
     """A cap of 1 attempt per 24 hours on every number, and the leads' phone dialed an hour ago (issue #50)."""
     sql("INSERT INTO dialerapi_contact_caps (name, max_attempts, window_seconds, enabled) VALUES ('one-a-day', 1, 86400, 1)")
     add_contact_attempts(sql, 919876543210, [DEFAULT_NOW - timedelta(hours=1)])
+
+
+def number_in_call(sql):
+    """Lead L, live, is of the customer of A and B (issue #65: one live call per number)."""
+    sql("UPDATE sales_master SET phone_number = '919876543210', phone_e164 = 919876543210 WHERE oli_id = 'L'")
 
 
 def claim(mode, **fields):
@@ -103,6 +110,8 @@ CASES = {
                                                                           claim("redial", agent_id=501, oli_id="B")),
     ("claim", "redial", 409, "not_claimable", "contact_cap"): (at_contact_cap,
                                                                claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "redial", 409, "not_claimable", "number_in_call"): (number_in_call,
+                                                                  claim("redial", agent_id=501, oli_id="B")),
     ("claim", "inbound", 200, "lead", None): (maintenance, claim("inbound", agent_id=501, oli_id="B")),
     ("claim", "inbound", 409, "not_claimable", "do_not_call"): (listed, claim("inbound", agent_id=501, oli_id="B")),
     ("claim", "inbound", 409, "lead_in_flight", None): (None, claim("inbound", agent_id=501, oli_id="L")),
@@ -186,6 +195,8 @@ def test_each_row_of_the_answer_table_through_gunicorn(live_server, sql, new_lea
         assert got["error"] == answer and got["details"]
     elif reason == "abandon_limit":  # with the figures that held it (tests/test_abandons.py checks them)
         assert got.pop("abandons")[0]["windows"]["today"]["rate"] == 0.06 and got == expected
+    elif reason == "number_in_call":  # with the live lead (tests/test_one_call_per_number.py)
+        assert got.pop("oli_id_in_call") == "L" and got == expected
     elif reason == "contact_cap":  # with the cap and when it frees the number (tests/test_contact_caps.py)
         assert (got.pop("cap"), got.pop("frees_at")) == ("one-a-day", "2026-11-22 09:00:00") and got == expected
     else:

@@ -7,7 +7,7 @@ import threading
 import pytest
 import requests
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, SECRET
+from conftest import DEFAULT_NOW, ENGINE_SECRET, SECRET, own_number
 from docs_examples import answers, example
 
 ENGINE = {"X-API-Key": ENGINE_SECRET}
@@ -45,7 +45,7 @@ def push(client, leads):
 
 
 def lead(oli_id, form_type, **fields):
-    return {"oli_id": oli_id, "phone_number": "9876543210", "client_name": "Meena Sundaram", "form_type": form_type,
+    return {"oli_id": oli_id, "phone_number": own_number(oli_id), "client_name": "Meena Sundaram", "form_type": form_type,
             "priority_id": 2, **fields}
 
 

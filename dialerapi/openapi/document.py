@@ -248,7 +248,8 @@ OPERATIONS.update({
                                  "progressive, redial, inbound), no_free_agent (predictive), do_not_call (redial, "
                                  "inbound: the phone is listed), outside_calling_window (redial: the customer's "
                                  "local time), contact_cap (redial: the phone number is at a contact cap, with "
-                                 "`cap` and `frees_at`) or abandon_limit (predictive: the form_type's abandon rate is at its "
+                                 "`cap` and `frees_at`), number_in_call (redial: the phone number is live through "
+                                 "another lead, `oli_id_in_call`) or abandon_limit (predictive: the form_type's abandon rate is at its "
                                  "limit, with the figures in `abandons`); `lead_in_flight` (redial, inbound); "
                                  "`idempotency_conflict`",
                         {"ok": False, "error": "not_claimable", "reason": "ami_busy"})},

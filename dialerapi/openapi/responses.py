@@ -65,6 +65,8 @@ class ErrorSchema(Schema):
     frees_at = fields.String(metadata={
         "example": "2026-11-28 10:15:00",
         "description": "On 409 not_claimable contact_cap: when the cap's window frees the number, wall-clock DB_TIMEZONE"})
+    oli_id_in_call = fields.String(metadata={
+        "description": "On 409 not_claimable number_in_call: the lead whose live call the phone number is on (issue #65)"})
 
 
 class PushResultSchema(Schema):

@@ -42,6 +42,7 @@ _by_zone = {}
 _by_zone_lock = threading.Lock()
 MAINTENANCE = "maintenance"
 NO_FREE_AGENT = "no_free_agent"
+NUMBER_IN_CALL = "number_in_call"
 
 
 class NotClaimable(Exception):
@@ -50,7 +51,8 @@ class NotClaimable(Exception):
     maintenance (isMaintainance = 1, HTTP 409 `maintenance`); lead_in_flight (a named lead is live,
     HTTP 409 `lead_in_flight`); the agent's unavailable reason (panel_inactive, paused, ami_busy,
     wrap_up, outbound_blocked), no_free_agent for a predictive claim, or for a named lead
-    do_not_call, outside_calling_window and contact_cap (figures {"cap", "frees_at"}, issue #50),
+    do_not_call, outside_calling_window, contact_cap (figures {"cap", "frees_at"}, issue #50) and
+    number_in_call (figures {"oli_id_in_call"}: another lead with the number is live, issue #65),
     and abandon_limit for a predictive claim whose
     form_types are all over the abandon limit (HTTP 409 `not_claimable`; `figures` holds
     {"abandons": [summary of each form_type]}, rules.abandons).
@@ -201,7 +203,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
             if lead_id in tried:
                 continue
             tried.add(lead_id)
-            row = queries.lock_unreserved(conn, id=lead_id, counted=True)
+            row = queries.lock_unreserved(conn, id=lead_id)
             if row is None:
                 held.append(lead_id)
                 continue
@@ -217,7 +219,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
             continue
         max_rows *= WINDOW_GROWTH
     for lead_id in held:
-        row = queries.lock_unreserved_waiting(conn, id=lead_id, counted=True)
+        row = queries.lock_unreserved_waiting(conn, id=lead_id)
         if row is not None:
             claimable, ticket = _claimable(conn, row, now, tz, config, agent_id)
             if claimable:
@@ -226,10 +228,13 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
 
 
 def _claimable(conn, row, now, tz, config, agent_id):
-    """(whether the locked `row` may be claimed now, the contact_caps.Ticket to count it with)."""
+    """(whether the locked `row` may be claimed now, the contact_caps.Ticket to count it with). A
+    lead whose number is live through another lead is passed over, not held: it is due again when
+    that call ends (issue #65: one live call per number)."""
+    in_call = row.pop("number_in_call")
     if not dialstate.is_due(row, now, config) or callbacks.kept_from(row, agent_id, now, config, tz):
         return False, None
-    if compliance.refusal(conn, row, now, tz, config) is not None:
+    if compliance.refusal(conn, row, now, tz, config) is not None or in_call is not None:
         return False, None
     hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps)
     if hit is not None:
@@ -380,9 +385,11 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     window when it is obeyed (outside_calling_window). A redial of a number at an enabled contact
     cap is refused (contact_cap, with figures {"cap", "frees_at"}: rules.contact_caps, issue #50)
     unless `customer_request` (the customer asked for the call); such a redial and an inbound call
-    are not counted against the caps. Returns the claimed row. Raises NotClaimable (reason:
-    maintenance, lead_in_flight, the agent's unavailable reason, do_not_call,
-    outside_calling_window, contact_cap), dialstate.UnknownLead, agents.UnknownAgent.
+    are not counted against the caps. A redial of a lead whose number is live through another lead
+    is refused (number_in_call, with figures {"oli_id_in_call"}: one live call per number, issue
+    #65); an inbound call is not (the customer is calling). Returns the claimed row. Raises
+    NotClaimable (reason: maintenance, lead_in_flight, the agent's unavailable reason, do_not_call,
+    outside_calling_window, number_in_call, contact_cap), dialstate.UnknownLead, agents.UnknownAgent.
     """
     config = dialstate.load_config(conn)
     if config.isMaintainance and call_type != "inbound":
@@ -393,16 +400,19 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     if reason:
         raise NotClaimable(reason)
     counted = contact_caps.counted(call_type, customer_request)
-    row = queries.lock_lead_skip_locked(conn, oli_id=oli_id, counted=counted)
+    row = queries.lock_lead_skip_locked(conn, oli_id=oli_id)
     if row is None:
         if not queries.lead_exists(conn, oli_id=oli_id):
             raise dialstate.UnknownLead(oli_id)
         raise NotClaimable("lead_in_flight")  # another transaction holds it right now
+    in_call = row.pop("number_in_call")
     if row["isReserved"]:
         raise NotClaimable("lead_in_flight")
     reason = compliance.refusal(conn, row, now, _zone(tz, config), config, call_type)
     if reason:
         raise NotClaimable(reason)
+    if in_call is not None and call_type != "inbound":
+        raise NotClaimable(NUMBER_IN_CALL, oli_id_in_call=in_call)
     hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps if counted else (), counted)
     if hit is not None:
         raise NotClaimable(contact_caps.CONTACT_CAP, **contact_caps.refusal_figures(hit))

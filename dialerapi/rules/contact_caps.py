@@ -85,11 +85,14 @@ class Hit:
 @dataclass(frozen=True)
 class Ticket:
     """What a claim read of a number some enabled cap applies to, to record its attempt with:
-    `version` None when the number has no row yet; `attempts` [[epoch, form_type, reservation_id]]."""
+    `version` None when the number has no row yet; `attempts` [[epoch, form_type, reservation_id]];
+    `counted` False for a claim the caps do not count (inbound, the customer's own request), which
+    still writes the number's row: claims of one number run one at a time (issue #65)."""
 
     phone_e164: int
     version: int
     attempts: list
+    counted: bool = True
 
 
 def _cap(row):
@@ -182,9 +185,10 @@ def counted(call_type, customer_request=False):
 
 def check(conn, row, now, tz, caps, counted=True):
     """(Hit, None) when the locked lead `row`'s number is at one of `caps` (the enabled ones) now;
-    else (None, Ticket) to count the claim with, whether a cap applies or not, so a cap enabled
-    later counts the calls made before it (issue #65); (None, None) when the claim is not `counted`
-    (`counted()`), the lead has no number, or the caller gives no `tz` and no cap applies.
+    else (None, Ticket) to record the claim with, whether a cap applies or not, so a cap enabled
+    later counts the calls made before it (issue #65; a claim not `counted`, `counted()`, writes
+    the number without an attempt); (None, None) when the lead has no number, or the caller gives
+    no `tz` and no cap applies.
 
     `row` carries contact_for (the number they are of), contact_version and contact_attempts when
     the lock query read them (claims.sql, with :counted); they are taken out of it, which is then a
@@ -195,9 +199,9 @@ def check(conn, row, now, tz, caps, counted=True):
     """
     read_for = row.pop("contact_for", None)
     version, stored = row.pop("contact_version", None), row.pop("contact_attempts", None)
-    if not counted or row.get("phone_e164") is None:
+    if row.get("phone_e164") is None:
         return None, None
-    chosen = applying(caps, row["phone_e164"], row["form_type"])
+    chosen = applying(caps, row["phone_e164"], row["form_type"]) if counted else ()
     if tz is None:
         if chosen:
             raise ValueError("contact caps are enabled: the claim needs tz, the zone of now (DB_TIMEZONE)")
@@ -219,7 +223,7 @@ def check(conn, row, now, tz, caps, counted=True):
     if hit is not None:
         until = EPOCH.replace(tzinfo=timezone.utc) + timedelta(seconds=hit[1])
         return Hit(hit[0], clock.wall(until, tz)), None
-    return None, Ticket(row["phone_e164"], version, attempts)
+    return None, Ticket(row["phone_e164"], version, attempts, counted)
 
 
 def _epoch(naive_utc):
@@ -236,7 +240,8 @@ def hold(conn, row, hit, now, tz):
 
 def record(conn, lead, ticket, now, tz):
     """Count the claim of `lead` (as the claim wrote it: with its reservation_id) against its
-    number, with the Ticket `check` gave (None: no cap applies, nothing to count). Attempts older
+    number, with the Ticket `check` gave (None: nothing to write; not `counted`: the number's row is
+    written without an attempt). Attempts older
     than the longest window a cap can have are dropped. Raises plumbing.db.Conflict when another
     claim wrote the number since `check` read it: the transaction is run again."""
     if ticket is None:
@@ -244,20 +249,24 @@ def record(conn, lead, ticket, now, tz):
     now_utc = clock.to_utc(now, tz)
     now_epoch = _epoch(now_utc)
     attempts = [entry for entry in ticket.attempts if entry[0] > now_epoch - MAX_WINDOW_SECONDS]
-    attempts.append([now_epoch, lead["form_type"], lead["reservation_id"]])
+    if ticket.counted:
+        attempts.append([now_epoch, lead["form_type"], lead["reservation_id"]])
+    last_utc = EPOCH + timedelta(seconds=attempts[-1][0]) if attempts else now_utc
     text = json.dumps(attempts, separators=(",", ":"))
     if ticket.version is None:
-        written = queries.add_contact_number(conn, phone_e164=ticket.phone_e164, attempts=text, last_at_utc=now_utc)
+        written = queries.add_contact_number(conn, phone_e164=ticket.phone_e164, attempts=text, last_at_utc=last_utc)
     else:
         written = queries.write_contact_number(conn, phone_e164=ticket.phone_e164, version=ticket.version,
-                                               attempts=text, last_at_utc=now_utc)
+                                               attempts=text, last_at_utc=last_utc)
     if not written:
         raise Conflict(f"another claim counted an attempt to {ticket.phone_e164} first")
 
 
-def forget(conn, lead):
+def forget(conn, lead, now):
     """An originate failure rang nobody: the attempt the claim of the locked `lead` recorded (by its
-    reservation_id) no longer counts."""
+    reservation_id) no longer counts, and the number's leads a cap held are due again at `now`
+    (wall-clock DB_TIMEZONE; issue #65: they kept their hold of +24 h though the count fell under
+    the cap); the next claim checks the caps again."""
     if not lead.get("reservation_id") or not lead.get("phone_e164"):
         return
     found = queries.contact_number(conn, phone_e164=lead["phone_e164"])
@@ -266,6 +275,9 @@ def forget(conn, lead):
     attempts = json.loads(found["attempts"])
     kept = [entry for entry in attempts if entry[2] != lead["reservation_id"]]
     if len(kept) != len(attempts):
+        # Before the number's row: a claim holding one of these leads writes that row next, so the
+        # other order could deadlock.
+        queries.release_cap_holds(conn, phone_e164=lead["phone_e164"], now=now)
         last = kept[-1][0] if kept else 0
         written = queries.write_contact_number(conn, phone_e164=lead["phone_e164"], version=found["version"],
                                                attempts=json.dumps(kept, separators=(",", ":")),

@@ -147,6 +147,15 @@ def test_claims_through_two_nodes_never_reserve_a_lead_twice(hosts, node_url, sq
         sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0, reservation_id = NULL")
 
 
+def leads_of_one_number(sql, prefix, phone):
+    """ACTORS due Pending leads of home_loan, `prefix`-00 on, all of the number `phone` (E.164 digits)."""
+    names = [f"{prefix}-{n:02d}" for n in range(ACTORS)]
+    sql("INSERT INTO sales_master (oli_id, data_id, phone_number, phone_e164, client_name, form_type, priority_id,"
+        " dial_status, call_count, isReserved, created_at, updated_at) VALUES "
+        + ", ".join("(%s, UUID(), %s, %s, 'Lead', 'home_loan', 2, 'Pending', 0, 0, %s, %s)" for _ in names),
+        *[v for name in names for v in (name, str(phone), phone, DEFAULT_NOW, DEFAULT_NOW)])
+
+
 def test_claims_through_two_nodes_on_one_number_at_its_cap_minus_one_serve_exactly_one(hosts, node_url, sql, agents):
     """Issue #50 item 2: every claim of the number writes its row of dialerapi_contact_numbers over
     the version it read, so two claims through two nodes fail certification instead of both
@@ -155,11 +164,7 @@ def test_claims_through_two_nodes_on_one_number_at_its_cap_minus_one_serve_exact
     for run in range(5):
         phone = 13052021000 + run
         add_contact_attempts(sql, phone, [DEFAULT_NOW - timedelta(hours=2), DEFAULT_NOW - timedelta(hours=1)])
-        names = [f"CAP{run}-{n:02d}" for n in range(ACTORS)]
-        sql("INSERT INTO sales_master (oli_id, data_id, phone_number, phone_e164, client_name, form_type, priority_id,"
-            " dial_status, call_count, isReserved, created_at, updated_at) VALUES "
-            + ", ".join("(%s, UUID(), %s, %s, 'Lead', 'home_loan', 2, 'Pending', 0, 0, %s, %s)" for _ in names),
-            *[v for name in names for v in (name, str(phone), phone, DEFAULT_NOW, DEFAULT_NOW)])
+        leads_of_one_number(sql, f"CAP{run}", phone)
         got = at_once(lambda agent_id: claim(hosts, agent_id, f"cap{run}"), agents)
         served = [row["oli_id"] for row in got if row]
         assert len(served) == 1, f"run {run}: {served}"
@@ -167,6 +172,23 @@ def test_claims_through_two_nodes_on_one_number_at_its_cap_minus_one_serve_exact
                                      " WHERE phone_e164 = %s", phone)
         assert numbers[0]["version"] == 2 and len(json.loads(numbers[0]["attempts"])) == 3
         live = same_on_every_node(node_url, "SELECT oli_id FROM sales_master WHERE isReserved = 1")
+        assert [row["oli_id"] for row in live] == served
+        sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0, reservation_id = NULL")
+
+
+def test_claims_through_two_nodes_on_leads_sharing_a_number_serve_exactly_one(hosts, node_url, sql, agents):
+    """Issue #65 item 6: one live call per number with no cap enabled: every claim writes the
+    number's row over the version it read, so of 16 claims through two nodes on 16 leads sharing a
+    number one is served and the others pass its leads over (the loser of a certification conflict
+    runs again and sees the winner's call)."""
+    for run in range(5):
+        phone = 919845033000 + run
+        leads_of_one_number(sql, f"ONE{run}", phone)
+        got = at_once(lambda agent_id: claim(hosts, agent_id, f"one{run}"), agents)
+        served = [row["oli_id"] for row in got if row]
+        assert len(served) == 1, f"run {run}: {served}"
+        live = same_on_every_node(node_url, "SELECT oli_id FROM sales_master WHERE isReserved = 1 AND phone_e164 = %s",
+                                  phone)
         assert [row["oli_id"] for row in live] == served
         sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0, reservation_id = NULL")
 

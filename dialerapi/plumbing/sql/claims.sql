@@ -49,38 +49,38 @@ WHERE form_type = :form_type AND call_zone_id = :zone_id
 ORDER BY claim_bucket, claim_due, id
 LIMIT :max_rows;
 
--- name: lock_unreserved(id, counted)^
+-- name: lock_unreserved(id)^
 -- With `listed`: whether its stored phone_e164 is on the do-not-call list, in the same round trip,
--- and the owner of its callback (invisible, migration 0015). With :counted (a claim the contact
--- caps count, enabled or not: issue #65), its number's contact_version and contact_attempts
--- (rules.contact_caps; NULL when the number has none), read without a lock: the claim writes them
--- back only over the version it read.
+-- and the owner of its callback (invisible, migration 0015); its number's contact_version and
+-- contact_attempts (rules.contact_caps; NULL when the number has none), read without a lock: the
+-- claim writes them back only over the version it read, so claims of one number run one at a time. `number_in_call`: the oli_id of another lead with this number
+-- that is live now (ix_sales_master_phone_e164), or NULL (issue #65: one live call per number).
 SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
-       IF(:counted, m.phone_e164, NULL) AS contact_for,
-       IF(:counted, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
-         AS contact_version,
-       IF(:counted, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
-         AS contact_attempts
+       m.phone_e164 AS contact_for,
+       (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
+       (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
+       (SELECT o.oli_id FROM sales_master AS o
+        WHERE o.phone_e164 = m.phone_e164 AND o.isReserved = 1 AND o.id <> m.id ORDER BY o.id LIMIT 1) AS number_in_call
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE SKIP LOCKED;
 
--- name: lock_unreserved_waiting(id, counted)^
+-- name: lock_unreserved_waiting(id)^
 -- The same, waiting for a transaction that holds the row: a locking read then sees its latest
 -- committed version (reserved by a claim, or still free after a push).
 SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
-       IF(:counted, m.phone_e164, NULL) AS contact_for,
-       IF(:counted, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
-         AS contact_version,
-       IF(:counted, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
-         AS contact_attempts
+       m.phone_e164 AS contact_for,
+       (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
+       (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
+       (SELECT o.oli_id FROM sales_master AS o
+        WHERE o.phone_e164 = m.phone_e164 AND o.isReserved = 1 AND o.id <> m.id ORDER BY o.id LIMIT 1) AS number_in_call
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE;
 
--- name: lock_lead_skip_locked(oli_id, counted)^
+-- name: lock_lead_skip_locked(oli_id)^
 SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
-       IF(:counted, m.phone_e164, NULL) AS contact_for,
-       IF(:counted, (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
-         AS contact_version,
-       IF(:counted, (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164), NULL)
-         AS contact_attempts
+       m.phone_e164 AS contact_for,
+       (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
+       (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
+       (SELECT o.oli_id FROM sales_master AS o
+        WHERE o.phone_e164 = m.phone_e164 AND o.isReserved = 1 AND o.id <> m.id ORDER BY o.id LIMIT 1) AS number_in_call
 FROM sales_master AS m WHERE m.oli_id = :oli_id FOR UPDATE SKIP LOCKED;
 
 -- name: agent_has_missed_activity(agent_id, oli_id)$
