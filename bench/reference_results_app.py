@@ -23,8 +23,8 @@ from flask import Flask, request
 app = Flask(__name__)
 local = threading.local()
 
-LEAD = ("SELECT m.*, m.callback_agent_id, z.zones AS call_zones FROM sales_master AS m"
-        " LEFT JOIN dialerapi_call_zones AS z ON z.id = m.call_zone_id WHERE m.oli_id = %s")
+LEAD = ("SELECT m.*, m.callback_agent_id, m.contact_cap, m.contact_cap_until, z.zones AS call_zones"
+        " FROM sales_master AS m LEFT JOIN dialerapi_call_zones AS z ON z.id = m.call_zone_id WHERE m.oli_id = %s")
 CALLS = ("SELECT id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause, form_type,"
          " answered_at, agent_connected_at, connect_seconds, late_connect FROM sales_call_attempts"
          " WHERE lead_id = %s AND id < %s ORDER BY id DESC LIMIT %s")

@@ -248,6 +248,34 @@ def test_an_originate_failure_takes_its_attempt_back(new_lead, floor_agent, run,
     assert contact_attempts(sql) == []
 
 
+def test_a_hold_is_told_with_its_cap_and_the_lead_read_says_why(new_lead, floor_agent, run, sql, client, auth):
+    """Issue #65 item 7: a hold moved next_retry_at (and a CRM-set callback's time) and wrote no
+    event, and GET /api/leads/{oli_id} showed the new times but not why. A hold now writes
+    lead.held with the cap and frees_at, and the lead read's `contact_cap` says the same."""
+    floor_agent()
+    enable(sql)
+    add_contact_attempts(sql, FLORIDA_E164, [NOW - timedelta(hours=3), NOW - timedelta(hours=2),
+                                             NOW - timedelta(hours=1)])
+    new_lead("FL-0", phone_number=FLORIDA)
+    new_lead("FL-CB", phone_number=FLORIDA)
+    sql("UPDATE sales_master SET dial_status = 'Callback', callback_scheduled_at = %s WHERE oli_id = 'FL-CB'",
+        NOW - timedelta(minutes=10))
+    assert claim(run) is None
+    frees_at = "2026-11-22 07:00:00"  # the first of the three attempts leaves the 24 hours
+    feed = client.get("/api/lead-events", headers=auth).get_json()["events"]
+    held = {event["oli_id"]: event["data"] for event in feed if event["type"] == "lead.held"}
+    assert set(held) == {"FL-0", "FL-CB"}
+    assert (held["FL-0"]["cap"], held["FL-0"]["frees_at"], held["FL-0"]["lead"]["next_retry_at"]) == (
+        PRESET, frees_at, frees_at)
+    assert held["FL-CB"]["lead"]["callback_scheduled_at"] == frees_at
+    for oli_id in ("FL-0", "FL-CB"):
+        read = client.get(f"/api/leads/{oli_id}", headers=auth).get_json()["lead"]
+        assert read["contact_cap"] == {"cap": PRESET, "frees_at": frees_at}
+    # A push moves the lead on: it no longer waits on the cap, and the read says so.
+    new_lead("FL-0", phone_number=FLORIDA, priority_id=1)
+    assert client.get("/api/leads/FL-0", headers=auth).get_json()["lead"]["contact_cap"] is None
+
+
 def test_an_originate_failure_at_the_cap_frees_the_leads_held_meanwhile(app, new_lead, floor_agent, run, sql):
     """Issue #65 item 4: an originate failure gave its attempt back (3 to 2) but the leads held
     meanwhile kept next_retry_at +24 h. 16 claimers released at once on 16 leads of a number with 2
@@ -273,6 +301,10 @@ def test_an_originate_failure_at_the_cap_frees_the_leads_held_meanwhile(app, new
         assert len(contact_attempts(sql, FLORIDA_E164)) == 2
         freed = sql.one("SELECT next_retry_at, contact_cap, contact_cap_until FROM sales_master WHERE oli_id = %s", held)
         assert freed == {"next_retry_at": NOW, "contact_cap": None, "contact_cap_until": None}, freed
+        told = json.loads(sql.one("SELECT body FROM dialerapi_lead_events WHERE type = 'lead.hold_ended'"
+                                  " AND oli_id = %s ORDER BY id DESC LIMIT 1", held)["body"])
+        assert (told["reason"], told["cap"], told["lead"]["next_retry_at"]) == (
+            "attempt_given_back", PRESET, "2026-11-21 10:00:00"), "never a change without its event"
     assert sql("SELECT oli_id FROM sales_master WHERE contact_cap_until IS NOT NULL") == []
 
 

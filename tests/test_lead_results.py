@@ -15,7 +15,7 @@ import pytest
 
 from conftest import DEFAULT_NOW, ROOT, TZ, cli, connect_params, own_number, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import actions, agents, dialstate, dnc, lead_events
+from dialerapi.rules import actions, agents, claims, dialstate, dnc, lead_events
 from dialerapi.upkeep import jobs
 from dialerapi.web import agent_tokens
 from test_busy_floor import at_once
@@ -369,8 +369,27 @@ def assert_same_shape(documented, made, path="$"):
         assert type(documented) is type(made), f"{path}: docs {documented!r} != service {made!r}"
 
 
+def held_and_freed(new_lead, settle, run, sql):
+    """lead.hold_ended then lead.held (issue #65), on leads of one number under a cap of one call a
+    day: OLI-5 is claimed; OLI-6, held as the release before this one held a lead while its number
+    was live, is due again when OLI-5 fails to originate; OLI-6 is called, and OLI-7 is held."""
+    sql("INSERT INTO dialerapi_contact_caps (name, max_attempts, window_seconds, enabled) VALUES ('one-a-day', 1, 86400, 1)")
+    sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (777, '4777', 'Debt desk', 1, 1)")
+    sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (777, 'debt')")
+    new_lead("OLI-5", form_type="debt", phone_number="+91 98450 77777")
+    assert run(claims.claim_next, 777, NOW, tz=TZ)["oli_id"] == "OLI-5"
+    for oli_id in ("OLI-6", "OLI-7"):
+        new_lead(oli_id, form_type="debt", phone_number="+91 98450 77777")
+    sql("UPDATE sales_master SET next_retry_at = %s, contact_cap = 'one-a-day', contact_cap_until = %s"
+        " WHERE oli_id = 'OLI-6'", NOW + timedelta(days=1), NOW + timedelta(days=1))
+    settle("OLI-5", "originate_failed")
+    called = run(claims.claim_next, 777, NOW, tz=TZ)["oli_id"]
+    settle(called, "no_answer")
+    assert run(claims.claim_next, 777, NOW, tz=TZ) is None
+
+
 def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, client, auth, feed, sql, run,
-                                                               make_live):
+                                                               make_live, new_lead):
     live_lead("OLI-1", call_answered_at=NOW - timedelta(seconds=40), agent_connected_at=NOW - timedelta(seconds=39))
     client.post("/api/pending-dispositions", json={"oliId": "OLI-1", "reason": "Not interested", "agentId": 501},
                 headers=auth)
@@ -385,6 +404,7 @@ def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, 
     live_lead("OLI-3")
     run(dialstate.release, "OLI-3", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     client.post("/api/pending-dispositions", json={"oliId": "OLI-3", "reason": "DND"}, headers=auth)
+    held_and_freed(new_lead, settle, run, sql)
     made = {}
     for event in events_of(feed, limit=1000):
         made.setdefault(event["type"], event)

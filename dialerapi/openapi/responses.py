@@ -429,6 +429,11 @@ class AgentTokenResponseSchema(Schema):
 WALL = {"description": "Wall-clock DB_TIMEZONE, YYYY-MM-DD HH:MM:SS"}
 
 
+class HeldByCapSchema(Schema):
+    cap = fields.String(required=True, metadata={"example": "florida-oklahoma-3-per-24h"})
+    frees_at = fields.String(required=True, metadata=WALL)
+
+
 class ResultLeadSchema(Schema):
     """The lead of GET /api/leads/{oli_id} (issue #48)."""
 
@@ -457,6 +462,9 @@ class ResultLeadSchema(Schema):
     call_zones = fields.List(fields.String(), required=True, metadata={"description": "IANA zones of the number"})
     callback_agent_id = fields.Integer(required=True, allow_none=True)
     callback_fallback_at = fields.String(required=True, allow_none=True, metadata=WALL)
+    contact_cap = fields.Nested(HeldByCapSchema, required=True, allow_none=True, metadata={
+        "description": "While a claim holds the lead for a contact cap: which cap, and when it frees the number "
+                       "(issue #65); null otherwise"})
 
 
 class ResultCallSchema(Schema):

@@ -28,7 +28,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries, union_all
-from dialerapi.rules import abandons, agent_states, callbacks, compliance, contact_caps, dialstate
+from dialerapi.rules import abandons, agent_states, callbacks, compliance, contact_caps, dialstate, lead_events
 from dialerapi.rules.agents import UnknownAgent, with_lists
 from dialerapi.rules.events import notify
 
@@ -238,7 +238,7 @@ def _claimable(conn, row, now, tz, config, agent_id):
         return False, None
     hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps)
     if hit is not None:
-        contact_caps.hold(conn, row, hit, now, tz)
+        lead_events.held(conn, contact_caps.hold(conn, row, hit, now, tz), now, hit.cap, hit.until)
         return False, None
     return True, ticket
 

@@ -232,10 +232,16 @@ def _epoch(naive_utc):
 
 def hold(conn, row, hit, now, tz):
     """Keep the locked lead `row` from claims until `hit.until` (its next_retry_at, and a callback's
-    time when earlier), and note its number in the day's capped numbers (`dialerapi report caps`)."""
+    time when earlier), and note its number in the day's capped numbers (`dialerapi report caps`).
+    Returns the row as the hold left it (its event, lead_events.held, is the caller's)."""
     queries.hold_for_cap(conn, id=row["id"], cap=hit.cap, until=hit.until)
     queries.note_capped(conn, day=now.date(), cap=hit.cap, phone_e164=row["phone_e164"], form_type=row["form_type"],
                         at_utc=clock.to_utc(now, tz))
+    callback_at = row["callback_scheduled_at"]
+    if row["dial_status"] == "Callback" and (callback_at is None or callback_at < hit.until):
+        callback_at = hit.until
+    return {**row, "next_retry_at": hit.until, "callback_scheduled_at": callback_at, "contact_cap": hit.cap,
+            "contact_cap_until": hit.until}
 
 
 def record(conn, lead, ticket, now, tz):
@@ -266,24 +272,31 @@ def forget(conn, lead, now):
     """An originate failure rang nobody: the attempt the claim of the locked `lead` recorded (by its
     reservation_id) no longer counts, and the number's leads a cap held are due again at `now`
     (wall-clock DB_TIMEZONE; issue #65: they kept their hold of +24 h though the count fell under
-    the cap); the next claim checks the caps again."""
+    the cap); the next claim checks the caps again. Returns those leads as their hold's end left
+    them, with the cap that held them (their event, lead_events.hold_ended, is the caller's)."""
     if not lead.get("reservation_id") or not lead.get("phone_e164"):
-        return
+        return []
     found = queries.contact_number(conn, phone_e164=lead["phone_e164"])
     if found is None:
-        return
+        return []
     attempts = json.loads(found["attempts"])
     kept = [entry for entry in attempts if entry[2] != lead["reservation_id"]]
+    freed = []
     if len(kept) != len(attempts):
         # Before the number's row: a claim holding one of these leads writes that row next, so the
         # other order could deadlock.
-        queries.release_cap_holds(conn, phone_e164=lead["phone_e164"], now=now)
+        freed = [{**row, "next_retry_at": now, "contact_cap_until": None,
+                  "callback_scheduled_at": now if row["dial_status"] == "Callback" else row["callback_scheduled_at"]}
+                 for row in queries.lock_cap_held(conn, phone_e164=lead["phone_e164"], now=now)]
+        if freed:
+            queries.end_cap_holds(conn, ids=[row["id"] for row in freed], now=now)
         last = kept[-1][0] if kept else 0
         written = queries.write_contact_number(conn, phone_e164=lead["phone_e164"], version=found["version"],
                                                attempts=json.dumps(kept, separators=(",", ":")),
                                                last_at_utc=EPOCH + timedelta(seconds=last))
         if not written:
             raise Conflict(f"another claim counted an attempt to {lead['phone_e164']} first")
+    return freed
 
 
 def refusal_figures(hit):

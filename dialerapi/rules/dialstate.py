@@ -153,7 +153,8 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
         late_connect=None if verdict["connect_seconds"] is None else int(verdict["late_connect"]),
     )
     if OUTCOMES[outcome][0] is None:
-        contact_caps.forget(conn, row, now)  # it rang nobody (issue #50)
+        # It rang nobody (issue #50); the leads it held are due again (issue #65).
+        lead_events.hold_ended(conn, contact_caps.forget(conn, row, now), now, "attempt_given_back")
     queries.insert_call_attempt(conn, lead_id=row["id"], oli_id=oli_id, result=OUTCOMES[outcome][1],
                                 form_type=row["form_type"], **attempt)
     attempt["call_id"] = inserted_id(conn)

@@ -13,6 +13,8 @@ it exists exactly when its change committed, whichever host, process or Galera n
 | lead.callback_fell_back   | a personal callback became anyone's (its fallback, its owner removed) |
 | lead.released             | a reservation's lease ran out (or an operator released it)        |
 | lead.do_not_call          | the lead's number became listed (a push, a DND disposition, `dnc add`, an import) |
+| lead.held                 | a claim held the lead: its number is at a contact cap until `frees_at` |
+| lead.hold_ended           | a held lead is due again before its time: an attempt of its number was given back |
 
 Events take their place in the feed (`seq`) once committed, from one sequencer at a time
 (`sequence`): a reader that saw place N has seen every place below it. Functions take the
@@ -35,7 +37,9 @@ CALLBACK_APPLIED = "lead.callback_applied"
 CALLBACK_FELL_BACK = "lead.callback_fell_back"
 RELEASED = "lead.released"
 DO_NOT_CALL = "lead.do_not_call"
-TYPES = (CALL_ENDED, DISPOSED, CALLBACK_APPLIED, CALLBACK_FELL_BACK, RELEASED, DO_NOT_CALL)
+HELD = "lead.held"
+HOLD_ENDED = "lead.hold_ended"
+TYPES = (CALL_ENDED, DISPOSED, CALLBACK_APPLIED, CALLBACK_FELL_BACK, RELEASED, DO_NOT_CALL, HELD, HOLD_ENDED)
 
 EVENT_PREFIX = "evt_"
 SEQ_COUNTER = "lead_event_seq"
@@ -170,6 +174,20 @@ def listed(conn, rows, now, source):
     record_many(conn, DO_NOT_CALL, rows, now, lambda row: {"source": source, "phone_e164": str(row["phone_e164"])})
 
 
+def held(conn, row, now, cap, frees_at):
+    """lead.held: a claim passed the lead over and moved its due time (`row`: as the hold left it)
+    because its number is at the contact cap `cap` until `frees_at` (wall-clock DB_TIMEZONE; issue #65)."""
+    record(conn, HELD, row, now, {"cap": cap, "frees_at": wall_text(frees_at), "lead": lead_state(row)})
+
+
+def hold_ended(conn, rows, now, reason):
+    """lead.hold_ended for each lead of `rows` (as the end left them, with `contact_cap`: the cap
+    that held them) due again before its cap freed it: `reason` "attempt_given_back" (an originate
+    failure took its number's attempt back; issue #65)."""
+    record_many(conn, HOLD_ENDED, rows, now, lambda row: {"reason": reason, "cap": row["contact_cap"],
+                                                          "lead": lead_state(row)})
+
+
 def sequence(conn, max_rows=SEQUENCE_BATCH):
     """Give the committed events without a feed place the next places, in id order; return how many.
 
@@ -216,6 +234,16 @@ def prune(conn, before_utc):
     return queries.prune_lead_events(conn, before=before_utc, max_rows=PRUNE_BATCH)
 
 
+def _waiting_on_cap(row):
+    """{"cap", "frees_at"} while the lead waits on the contact cap a claim held it for (its due time
+    is still the one the hold set), else None."""
+    until = row["contact_cap_until"]
+    due = row["callback_scheduled_at"] if row["dial_status"] == "Callback" else row["next_retry_at"]
+    if until is None or row["isReserved"] or due != until:
+        return None
+    return {"cap": row["contact_cap"], "frees_at": wall_text(until)}
+
+
 def read_lead(conn, oli_id, before, limit, tz):
     """GET /api/leads/{oli_id}: the lead as it stands and a page of its calls, newest first.
 
@@ -225,7 +253,8 @@ def read_lead(conn, oli_id, before, limit, tz):
     answered_at, agent_connected_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), connect_seconds,
     late_connect (bool or null), hangup_by, hangup_cause}), "next" (str cursor or None)}. A
     personal callback's `callback_fallback_at` follows personal_callback_fallback_minutes (None:
-    never). Raises states.UnknownLead.
+    never); `contact_cap` {cap, frees_at} says why a held lead waits (issue #65), else None.
+    Raises states.UnknownLead.
     """
     row = queries.read_lead(conn, oli_id=oli_id, before=before or 2 ** 63 - 1, max_rows=limit, page_rows=limit + 1)
     if row is None:
@@ -246,5 +275,6 @@ def read_lead(conn, oli_id, before, limit, tz):
         "phone_e164": None if row["phone_e164"] is None else str(row["phone_e164"]),
         "call_zones": row["call_zones"].split(";") if row["call_zones"] else [],
         "callback_agent_id": owner, "callback_fallback_at": wall_text(fallback_at),
+        "contact_cap": _waiting_on_cap(row),
     }
     return {"lead": lead, "calls_json": row["calls"] or "[]", "next": row["last_id"] if row["more"] else None}

@@ -41,17 +41,22 @@ SET next_retry_at = :until,
     contact_cap = :cap, contact_cap_until = :until
 WHERE id = :id;
 
--- name: release_cap_holds(phone_e164, now)!
--- An attempt of the number was given back (issue #65): its leads still held by a cap (due at the
--- moment the cap frees them: no push or CRM action has moved them since) are due again at :now,
--- and the next claim checks the caps again. A held lead was due when it was held, so :now is no
--- earlier than the time the hold moved.
+-- name: lock_cap_held(phone_e164, now)
+-- The number's leads still held by a cap (due at the moment the cap frees them: no push or CRM
+-- action has moved them since), locked, with the cap (invisible columns): an attempt of the number
+-- was given back (issue #65). ix_sales_master_phone_e164.
+SELECT m.*, m.callback_agent_id, m.contact_cap, m.contact_cap_until FROM sales_master AS m
+WHERE m.phone_e164 = :phone_e164 AND m.isReserved = 0 AND m.contact_cap_until > :now
+  AND IF(m.dial_status = 'Callback', m.callback_scheduled_at, m.next_retry_at) = m.contact_cap_until
+ORDER BY m.id FOR UPDATE;
+
+-- name: end_cap_holds(ids, now)!
+-- Those leads are due again at :now, and the next claim checks the caps again. A held lead was due
+-- when it was held, so :now is no earlier than the time the hold moved.
 UPDATE sales_master
-SET next_retry_at = :now,
-    callback_scheduled_at = IF(dial_status = 'Callback', :now, callback_scheduled_at),
+SET next_retry_at = :now, callback_scheduled_at = IF(dial_status = 'Callback', :now, callback_scheduled_at),
     contact_cap = NULL, contact_cap_until = NULL
-WHERE phone_e164 = :phone_e164 AND isReserved = 0 AND contact_cap_until > :now
-  AND IF(dial_status = 'Callback', callback_scheduled_at, next_retry_at) = contact_cap_until;
+WHERE id IN :ids;
 
 -- name: note_capped(day, cap, phone_e164, form_type, at_utc)!
 INSERT INTO dialerapi_contact_capped (day, cap, phone_e164, form_type, first_at_utc)

@@ -55,8 +55,8 @@ SELECT COALESCE(MAX(seq), 0) FROM dialerapi_lead_events;
 DELETE FROM dialerapi_lead_events WHERE occurred_at_utc < :before ORDER BY occurred_at_utc LIMIT :max_rows;
 
 -- name: read_lead(oli_id, before, max_rows, page_rows)^
--- The lead read (GET /api/leads/{oli_id}) in one statement: the lead with its calling zones and
--- the owner of its callback (an invisible column), and a page of its call attempts, newest first,
+-- The lead read (GET /api/leads/{oli_id}) in one statement: the lead with its calling zones,
+-- the owner of its callback and the cap that held it (invisible columns), and a page of its call attempts, newest first,
 -- below the cursor (an attempt id), as the JSON array the answer carries (rules.lead_events.read_lead
 -- documents its fields): the database writes it, so the driver parses one value instead of fifteen
 -- per call. `more`: whether older calls are left; `last_id`: the page's oldest attempt, the next
@@ -66,7 +66,8 @@ DELETE FROM dialerapi_lead_events WHERE occurred_at_utc < :before ORDER BY occur
 SELECT m.id, m.oli_id, m.data_id, m.phone_number, m.client_name, m.form_type, m.priority_id, m.dial_status,
        m.disposeRemark, m.last_dial_result, m.hangup_by, m.hangup_cause, m.call_count, m.isReserved,
        m.last_attempt_at, m.first_attempt_at, m.next_retry_at, m.callback_scheduled_at, m.created_at,
-       m.updated_at, m.do_not_call, m.phone_e164, m.callback_agent_id, z.zones AS call_zones,
+       m.updated_at, m.do_not_call, m.phone_e164, m.callback_agent_id, m.contact_cap, m.contact_cap_until,
+       z.zones AS call_zones,
        page.calls, page.more, page.last_id
 FROM sales_master AS m
 LEFT JOIN dialerapi_call_zones AS z ON z.id = m.call_zone_id
