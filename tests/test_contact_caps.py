@@ -248,14 +248,19 @@ def test_an_originate_failure_takes_its_attempt_back(new_lead, floor_agent, run,
     assert contact_attempts(sql) == []
 
 
-def test_a_hold_is_told_with_its_cap_and_the_lead_read_says_why(new_lead, floor_agent, run, sql, client, auth):
-    """Issue #65 item 7: a hold moved next_retry_at (and a CRM-set callback's time) and wrote no
-    event, and GET /api/leads/{oli_id} showed the new times but not why. A hold now writes
-    lead.held with the cap and frees_at, and the lead read's `contact_cap` says the same."""
+def florida_at_its_cap(floor_agent, sql):
+    """Agent 501 free, the Florida preset on, and FLORIDA called three times in the last three hours."""
     floor_agent()
     enable(sql)
     add_contact_attempts(sql, FLORIDA_E164, [NOW - timedelta(hours=3), NOW - timedelta(hours=2),
                                              NOW - timedelta(hours=1)])
+
+
+def test_a_hold_is_told_with_its_cap_and_the_lead_read_says_why(new_lead, floor_agent, run, sql, client, auth):
+    """Issue #65 item 7: a hold moved next_retry_at (and a CRM-set callback's time) and wrote no
+    event, and GET /api/leads/{oli_id} showed the new times but not why. A hold now writes
+    lead.held with the cap and frees_at, and the lead read's `contact_cap` says the same."""
+    florida_at_its_cap(floor_agent, sql)
     new_lead("FL-0", phone_number=FLORIDA)
     new_lead("FL-CB", phone_number=FLORIDA)
     sql("UPDATE sales_master SET dial_status = 'Callback', callback_scheduled_at = %s WHERE oli_id = 'FL-CB'",
@@ -398,10 +403,7 @@ def test_numbers_with_no_attempt_in_31_days_are_pruned(app, sql):
 
 def test_a_predictive_claim_passes_over_a_capped_number_too(new_lead, floor_agent, run, sql):
     """Item 2: predictive claims pass a lead at its cap over, as progressive ones do."""
-    floor_agent()
-    enable(sql)
-    add_contact_attempts(sql, FLORIDA_E164, [NOW - timedelta(hours=3), NOW - timedelta(hours=2),
-                                             NOW - timedelta(hours=1)])
+    florida_at_its_cap(floor_agent, sql)
     new_lead("FL-0", phone_number=FLORIDA)
     new_lead("NY-0", phone_number=NEW_YORK)
     assert run(claims.claim_predictive, NOW, tz=TZ)["oli_id"] == "NY-0"
