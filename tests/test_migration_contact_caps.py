@@ -17,7 +17,7 @@ from conftest import TZ, make_app
 from test_migration_dnc import apply_until, apply_while_serving, roll_back
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
-from dialerapi.rules import claims
+from dialerapi.rules import claims, dialstate
 
 # Over 10 s each with its populated floor (issue #63): make faults runs them, not make test.
 pytestmark = [pytest.mark.slow, pytest.mark.long]
@@ -71,6 +71,13 @@ def serve_0018(conn, n):
     conn.commit()
 
 
+def call_ended(conn, agent_id):
+    """This release's progressive claim for `agent_id`, its call settled as a no-answer: the oli_id."""
+    oli_id = claims.claim_next(conn, agent_id, NOW, tz=TZ)["oli_id"]
+    dialstate.settle(conn, oli_id, "no_answer", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
+    return oli_id
+
+
 def test_0019_applied_while_the_previous_release_serves_then_both_serve(floor_0018):
     url, conn = floor_0018
     with conn.cursor() as cur:
@@ -95,7 +102,8 @@ def test_0019_applied_while_the_previous_release_serves_then_both_serve(floor_00
     conn.commit()
 
     # This release seeds the presets, off; with the Florida cap on, the number's 2,000 leads give
-    # three claims (M-000030 is held), and the rest of the floor goes on.
+    # three calls (M-000030 is held), and the rest of the floor goes on. Each call ends before the
+    # next claim: while one of the number's leads is live its others are passed over (issue #65).
     migrate.upgrade(url)
     with conn.cursor() as cur:
         cur.execute("SELECT name, enabled FROM dialerapi_contact_caps ORDER BY name")
@@ -106,7 +114,7 @@ def test_0019_applied_while_the_previous_release_serves_then_both_serve(floor_00
     app = make_app(url)
     with app.app_context():
         db = get_db()
-        claimed = [db.run(claims.claim_next, 501, NOW, tz=TZ)["oli_id"] for _ in range(36)]
+        claimed = [db.run(call_ended, 501) for _ in range(36)]
     florida = [oli_id for oli_id in claimed if int(oli_id[2:]) % 10 == 0]
     assert florida == ["M-000000", "M-000010", "M-000020"], claimed
     # ...and the previous release's statements still run on the leads this release wrote.

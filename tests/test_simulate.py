@@ -174,7 +174,11 @@ def test_a_run_skips_only_claims_that_would_find_nothing(database_url, monkeypat
     assert skipping["kpis"]["calls"] > 50 and (skipping["callbacks"]["personal"]["due"] > 0) == (personal > 0)
     assert skipping["contact"]["held_by_caps"] > 0 and skipping["kpis"]["blocked_minutes"] > 0
     assert skipping["filings"]["during"] > 0  # CRM actions held during calls, applied at the settle
-    assert claims_skipping < len(claims) / 2, (claims_skipping, len(claims))
+    # Under half before issue #65 (progressive: 1,702 of 3,443). One live call per number keeps a
+    # shared number's due leads from the agents while it rings, so they stay idle longer, and an
+    # idle agent asks again each minute while the calling window is obeyed (its edges are whole
+    # minutes): 1,383 of the 1,931 claims now (1,201 before), against 3,302 asking every 10 s.
+    assert claims_skipping < 0.6 * len(claims), (claims_skipping, len(claims))
     # Sweeps run once a personal callback is filed, whose fallback they tell of, and never before.
     assert len(sweeps) > 100 and (sweeps_skipping > len(sweeps) / 2 if personal else sweeps_skipping == 0), \
         (sweeps_skipping, len(sweeps))

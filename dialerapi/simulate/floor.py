@@ -108,6 +108,7 @@ class Floor(Pacing, CrmFilings):
         self.callbacks = {}  # oli_id -> callback_scheduled_at (wall clock) not yet dialed
         self.phones = {}  # oli_id -> E.164 digits
         self.form_types = {}  # oli_id -> form_type
+        self.number_form_types = defaultdict(set)  # E.164 digits -> the form_types of its leads
         self.zone_names = {}  # oli_id -> the zones its number may ring in
         self.listed = set()  # oli_ids whose phone is on the do-not-call list
         self.contacted = set()  # oli_ids whose customer reached an agent at least once (issue #50)
@@ -221,6 +222,8 @@ class Floor(Pacing, CrmFilings):
                 lead.update(priority_id=1, callback_scheduled_at=f"{due:%Y-%m-%d %H:%M:%S}")
                 self.callbacks[lead["oli_id"]] = due
             leads.append(lead)
+        for oli_id, number in self.phones.items():
+            self.number_form_types[number].add(self.form_types[oli_id])
         if self.listed:
             self.db.run(dnc.add, [self.phones[oli_id] for oli_id in sorted(self.listed)], "sim", self.now)
         for start in range(0, len(leads), PUSH_BATCH):
@@ -477,7 +480,10 @@ class Floor(Pacing, CrmFilings):
             reached = call.answered_at is not None
             wrap = scenario.wrapup_seconds.sample(self.rng) if reached or scenario.wrapup_after == "every" else 0
         self.engine.settle(call.oli_id, call.outcome, agent and agent.id, call.started_at, wrapup_seconds=wrap)
-        self._leads_changed(call.form_type)
+        # One live call per number (issue #65): the number's other leads, passed over while it rang,
+        # may be claimed again, whatever their form_type.
+        for form_type in sorted(self.number_form_types[self.phones[call.oli_id]] | {call.form_type}):
+            self._leads_changed(form_type)
         self.live.discard(call.oli_id)
         if agent is None:
             self.in_flight[call.form_type] -= 1

@@ -48,11 +48,17 @@ SELECT id FROM sales_agents WHERE outbound_blocked = 1 ORDER BY id;
 -- When time alone next makes a lead of form_type due to a predictive claim (simulate.pacing, issue
 -- #52): `due`, the earliest claim_due after :now of its claimable leads; `owned_due`, apart, the
 -- earliest due time of a personal callback (issue #40) that has not fallen back at :now, which is
--- due to a predictive claim only at its fallback. NULL when there is none.
-SELECT MIN(IF(claim_bucket = 1 AND callback_agent_id IS NOT NULL, NULL, IF(claim_due > :now, claim_due, NULL))) AS due,
-       MIN(IF(claim_bucket = 1 AND callback_agent_id IS NOT NULL AND NOT :fallback_never, claim_due, NULL)) AS owned_due
-FROM sales_master FORCE INDEX (ix_claim_due)
-WHERE form_type = :form_type AND claim_bucket IN (1, 2, 3, 4) AND claim_due > :fallback_edge;
+-- due to a predictive claim only at its fallback. NULL when there is none. A lead whose number is
+-- live through another lead is left out: it is claimable again at that call's settle, which the
+-- floor hears of (issue #65: one live call per number).
+SELECT MIN(IF(m.claim_bucket = 1 AND m.callback_agent_id IS NOT NULL, NULL,
+              IF(m.claim_due > :now, m.claim_due, NULL))) AS due,
+       MIN(IF(m.claim_bucket = 1 AND m.callback_agent_id IS NOT NULL AND NOT :fallback_never, m.claim_due, NULL))
+         AS owned_due
+FROM sales_master AS m FORCE INDEX (ix_claim_due)
+WHERE m.form_type = :form_type AND m.claim_bucket IN (1, 2, 3, 4) AND m.claim_due > :fallback_edge
+  AND NOT EXISTS (SELECT 1 FROM sales_master AS o
+                  WHERE o.phone_e164 = m.phone_e164 AND o.isReserved = 1 AND o.id <> m.id);
 
 -- name: sim_server_socket()^
 -- The server's Unix socket file ('' or NULL: none), for a run on the same host (simulate.sandbox).
