@@ -162,6 +162,39 @@ def test_a_listed_number_tells_each_of_its_leads_once(new_lead, feed, client, au
     assert sql.one("SELECT COUNT(*) AS n FROM dialerapi_lead_events WHERE type = 'lead.do_not_call'")["n"] == 5
 
 
+def test_a_number_taken_off_the_list_tells_each_of_its_leads_and_a_live_one_at_its_call_end(
+        new_lead, feed, run, sql, make_live, floor_agent, client, auth, settle):
+    """Issue #65 item 7: `dnc remove` unmarks each lead of the number with lead.do_not_call_removed;
+    a lead live meanwhile (an inbound call) keeps its mark (a listing never touches a live row)
+    until its call ends, which clears it and tells of it (source `call_end`). A number listed while
+    its lead was live is marked by the first claim to read the lead (lead.do_not_call, source `claim`)."""
+    floor_agent(501)
+    for oli_id in ("OLI-1", "OLI-2"):
+        new_lead(oli_id, phone_number="+91 98765 43210")
+    run(dnc.add, ["919876543210"], "cli", NOW)
+    make_live("OLI-2")
+    run(dnc.remove, ["919876543210"], NOW)
+    run(dnc.remove, ["919876543210"], NOW)  # off the list already: no lead changes, no event
+    told = [(e["type"], e["oli_id"], e["data"]["source"]) for e in events_of(feed)[2:]]
+    assert told == [("lead.do_not_call_removed", "OLI-1", "cli")]
+    assert client.get("/api/leads/OLI-1", headers=auth).get_json()["lead"]["do_not_call"] is False
+    settle("OLI-2", "answered", agent_id=501, call_type="inbound")
+    told = [(e["type"], e["oli_id"], e["data"].get("source")) for e in events_of(feed)[3:]]
+    assert told == [("lead.call_ended", "OLI-2", None), ("lead.do_not_call_removed", "OLI-2", "call_end")]
+    assert client.get("/api/leads/OLI-2", headers=auth).get_json()["lead"]["do_not_call"] is False
+
+    new_lead("OLI-3", phone_number="+91 98765 43233")
+    make_live("OLI-3")
+    run(dnc.add, ["919876543233"], "cli", NOW)
+    assert [e["oli_id"] for e in events_of(feed) if e["oli_id"] == "OLI-3"] == []
+    sql("UPDATE sales_master SET dial_status = 'Pending', isReserved = 0 WHERE oli_id = 'OLI-3'")
+    sql("UPDATE sales_master SET dial_status = 'Disposed' WHERE oli_id IN ('OLI-1', 'OLI-2')")
+    assert run(claims.claim_next, 501, NOW, tz=TZ) is None
+    assert [(e["type"], e["data"]["source"]) for e in events_of(feed) if e["oli_id"] == "OLI-3"] == [
+        ("lead.do_not_call", "claim")]
+    assert client.get("/api/leads/OLI-3", headers=auth).get_json()["lead"]["do_not_call"] is True
+
+
 def test_a_personal_callback_past_its_fallback_is_told_once(new_lead, sql, feed, run, floor_agent):
     floor_agent(501)
     new_lead("OLI-1")
@@ -404,6 +437,7 @@ def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, 
     live_lead("OLI-3")
     run(dialstate.release, "OLI-3", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     client.post("/api/pending-dispositions", json={"oliId": "OLI-3", "reason": "DND"}, headers=auth)
+    run(dnc.remove, [sql.lead("OLI-3")["phone_e164"]], NOW)
     held_and_freed(new_lead, settle, run, sql)
     made = {}
     for event in events_of(feed, limit=1000):

@@ -49,7 +49,7 @@ def dnc_add(numbers, region, source):
 @_REGION
 def dnc_remove(numbers, region):
     """Take NUMBERS off the list; their leads may be claimed again."""
-    removed = get_db().run(dnc.remove, _parse(numbers, _region(region)))
+    removed = get_db().run(dnc.remove, _parse(numbers, _region(region)), service_now())
     click.echo(f"removed {removed}")
 
 

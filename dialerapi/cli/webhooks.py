@@ -29,8 +29,8 @@ def webhooks_group():
     """Endpoints that get every lead event as a signed webhook (Standard Webhooks).
 
     Events, in order per lead, at least once: lead.call_ended, lead.disposed,
-    lead.callback_applied, lead.callback_fell_back, lead.released, lead.do_not_call, lead.held,
-    lead.hold_ended.
+    lead.callback_applied, lead.callback_fell_back, lead.released, lead.do_not_call,
+    lead.do_not_call_removed, lead.held, lead.hold_ended.
     """
 
 

@@ -23,7 +23,7 @@ import threading
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import phones
+from dialerapi.rules import dnc, lead_events, phones
 
 DO_NOT_CALL = "do_not_call"
 OUTSIDE_CALLING_WINDOW = "outside_calling_window"
@@ -94,7 +94,8 @@ def refusal(conn, row, now, tz, config, call_type=None):
     (never for inbound). `row` carries `listed` (the list's answer for its stored phone_e164) when
     read by the claim's lock queries; it is taken out of the row, which is then a sales_master row
     again. Corrects the row's phone_e164, do_not_call and call_zone_id when they disagree with its
-    phone_number.
+    phone_number; a lead whose mark changes so is told to the CRM (lead.do_not_call or
+    lead.do_not_call_removed, source `claim`; issue #65: never a change without its event).
     """
     number, zone_names = phone_facts(row["phone_number"], config)
     stored = row.get("phone_e164")
@@ -106,7 +107,10 @@ def refusal(conn, row, now, tz, config, call_type=None):
     if stored != number or bool(row.get("do_not_call")) != listed:
         zone_id = zone_ids(conn, [zone_names])[zone_names]
         queries.set_phone_facts(conn, id=row["id"], phone_e164=number, do_not_call=listed, call_zone_id=zone_id)
+        marked = bool(row.get("do_not_call")) != listed
         row.update(phone_e164=number, do_not_call=int(listed), call_zone_id=zone_id)
+        if marked:
+            lead_events.listed(conn, [row], now, dnc.CLAIM, on_list=listed)
     if listed and not (call_type == INBOUND and config.dnc_allow_inbound):
         return DO_NOT_CALL
     if config.obey_calling_window and call_type != INBOUND and not phones.window_open(

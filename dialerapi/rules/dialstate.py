@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import inserted_id, queries
-from dialerapi.rules import abandons, contact_caps, lead_events
+from dialerapi.rules import abandons, contact_caps, dnc, lead_events
 from dialerapi.rules.events import notify
 from dialerapi.rules.states import (  # noqa: F401 - the vocabulary, reachable as dialstate.NAME
     ABANDONED,
@@ -225,8 +225,21 @@ def end_call(conn, row, changes, now, config, *, tz, grace_minutes, agent_id=Non
     notify(conn, told + claimed_for, now)
     if tell is not None:
         tell(row)
+    row = _unmark_if_unlisted(conn, row, now)
     row, applied = apply_latest_pending(conn, row, now, config, applied_by)
     return {"lead": row, "pending": applied}
+
+
+def _unmark_if_unlisted(conn, row, now):
+    # A removal from the do-not-call list leaves a live lead's mark alone (dnc.mark_leads), and a
+    # marked lead is never a claim's candidate, so only its call's end can clear it (an inbound
+    # call of a listed number, dnc_allow_inbound). One read, of marked leads only.
+    if not row["do_not_call"] or (row["phone_e164"] is not None and queries.number_listed(conn, phone=row["phone_e164"])):
+        return row
+    queries.set_lead_mark(conn, id=row["id"], listed=False)
+    row = {**row, "do_not_call": 0}
+    lead_events.listed(conn, [row], now, dnc.CALL_END, on_list=False)
+    return row
 
 
 def release(conn, oli_id, now, *, tz, grace_minutes, release_retry_ms, reservation_id=None):

@@ -10,6 +10,12 @@ from dialerapi.plumbing.db import queries
 from dialerapi.rules import lead_events, phones
 
 DND = "dnd"
+CLI = "cli"
+# The sources of a lead's mark changed after its number was listed or unlisted while the lead was
+# live (mark_leads leaves a live row alone): set by the first claim to read it after the call
+# (compliance.refusal), cleared at the call's end (a marked lead is no claim's candidate).
+CLAIM = "claim"
+CALL_END = "call_end"
 # Numbers per statement when adding, removing or importing.
 BATCH = 5000
 SOURCE_LENGTH = 32
@@ -39,7 +45,7 @@ def add(conn, phone_numbers, source, now, oli_id=None):
     for start in range(0, len(phone_numbers), BATCH):
         chunk = sorted(set(phone_numbers[start:start + BATCH]))
         added += queries.insert_numbers(conn, [(number, source[:SOURCE_LENGTH], oli_id, now) for number in chunk])
-        marked = list(queries.leads_listed_by_phones(conn, phones=chunk))
+        marked = list(queries.leads_marked_by_phones(conn, phones=chunk, listed=True))
         queries.mark_leads(conn, phones=chunk, listed=True)
         lead_events.listed(conn, marked, now, source)
     _counted(conn, added)
@@ -53,13 +59,17 @@ def _counted(conn, delta):
         queries.change_counter(conn, name=SIZE_COUNTER, delta=delta)
 
 
-def remove(conn, phone_numbers):
-    """Take `phone_numbers` off the list and clear their leads' mark. Returns how many were listed."""
+def remove(conn, phone_numbers, now):
+    """Take `phone_numbers` off the list and clear their leads' mark, each lead with a
+    lead.do_not_call_removed event (issue #65: never a change without its event); `now` is
+    wall-clock DB_TIMEZONE. Returns how many were listed."""
     removed = 0
     for start in range(0, len(phone_numbers), BATCH):
         chunk = sorted(set(phone_numbers[start:start + BATCH]))
         removed += queries.delete_numbers(conn, phones=chunk)
+        unmarked = list(queries.leads_marked_by_phones(conn, phones=chunk, listed=False))
         queries.mark_leads(conn, phones=chunk, listed=False)
+        lead_events.listed(conn, unmarked, now, CLI, on_list=False)
     _counted(conn, -removed)
     return removed
 

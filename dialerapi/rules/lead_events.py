@@ -1,7 +1,8 @@
 """Results back to the CRM (issue #48): the lead events, written with their change, and the feed.
 
 An event is inserted by `record` in the transaction of the change it tells of (a settle, a
-release, a held action applied, a disposition, a personal callback's fallback, a number listed), so
+release, a held action applied, a disposition, a personal callback's fallback, a number listed or
+unlisted, a cap's hold), so
 it exists exactly when its change committed, whichever host, process or Galera node made it
 (the transactional outbox of rules.events, kept for the CRM). Types (docs/crm/results.md):
 
@@ -13,6 +14,7 @@ it exists exactly when its change committed, whichever host, process or Galera n
 | lead.callback_fell_back   | a personal callback became anyone's (its fallback, its owner removed) |
 | lead.released             | a reservation's lease ran out (or an operator released it)        |
 | lead.do_not_call          | the lead's number became listed (a push, a DND disposition, `dnc add`, an import) |
+| lead.do_not_call_removed  | the lead's number came off the list (`dnc remove`)                 |
 | lead.held                 | a claim held the lead: its number is at a contact cap until `frees_at` |
 | lead.hold_ended           | a held lead is due again before its time: an attempt of its number was given back |
 
@@ -37,9 +39,11 @@ CALLBACK_APPLIED = "lead.callback_applied"
 CALLBACK_FELL_BACK = "lead.callback_fell_back"
 RELEASED = "lead.released"
 DO_NOT_CALL = "lead.do_not_call"
+DO_NOT_CALL_REMOVED = "lead.do_not_call_removed"
 HELD = "lead.held"
 HOLD_ENDED = "lead.hold_ended"
-TYPES = (CALL_ENDED, DISPOSED, CALLBACK_APPLIED, CALLBACK_FELL_BACK, RELEASED, DO_NOT_CALL, HELD, HOLD_ENDED)
+TYPES = (CALL_ENDED, DISPOSED, CALLBACK_APPLIED, CALLBACK_FELL_BACK, RELEASED, DO_NOT_CALL, DO_NOT_CALL_REMOVED, HELD,
+         HOLD_ENDED)
 
 EVENT_PREFIX = "evt_"
 SEQ_COUNTER = "lead_event_seq"
@@ -168,10 +172,14 @@ def fallen_back(conn, now, config, tz, max_rows=500):
     return len(rows)
 
 
-def listed(conn, rows, now, source):
+def listed(conn, rows, now, source, on_list=True):
     """lead.do_not_call for each lead of `rows` (id, oli_id, data_id, phone_e164) whose number was
-    just listed by `source` (push, dnd, cli, import)."""
-    record_many(conn, DO_NOT_CALL, rows, now, lambda row: {"source": source, "phone_e164": str(row["phone_e164"])})
+    just listed by `source` (push, dnd, cli, an import's source, or claim: listed while the lead was
+    live, marked by the first claim to read it after); with `on_list` False,
+    lead.do_not_call_removed for leads whose number came off the list (cli, or claim)."""
+    record_many(conn, DO_NOT_CALL if on_list else DO_NOT_CALL_REMOVED, rows, now,
+                lambda row: {"source": source,
+                             "phone_e164": None if row["phone_e164"] is None else str(row["phone_e164"])})
 
 
 def held(conn, row, now, cap, frees_at):

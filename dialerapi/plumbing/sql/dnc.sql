@@ -69,6 +69,10 @@ INSERT IGNORE INTO dialerapi_call_zones (zones_key, zones) VALUES (:zones_key, :
 -- name: call_zone_id(zones_key)$
 SELECT id FROM dialerapi_call_zones WHERE zones_key = :zones_key;
 
+-- name: set_lead_mark(id, listed)!
+-- One lead's mark, set from the list at its call's end (dialstate.end_call).
+UPDATE sales_master SET do_not_call = :listed WHERE id = :id;
+
 -- name: set_phone_facts(id, phone_e164, do_not_call, call_zone_id)!
 -- What a claim worked out from a lead's phone_number when the stored columns disagreed (a row
 -- pushed by the previous release, or written by an engine's own SQL).

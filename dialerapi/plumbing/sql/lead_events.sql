@@ -95,10 +95,11 @@ CROSS JOIN (
 ) AS page
 WHERE m.oli_id = :oli_id;
 
--- name: leads_listed_by_phones(phones)
--- The leads a do-not-call listing is about to mark (dnc.mark_leads' own condition), for their events.
+-- name: leads_marked_by_phones(phones, listed)
+-- The leads a do-not-call listing (:listed 1) or removal (0) is about to mark or unmark
+-- (dnc.mark_leads' own condition), for their events.
 SELECT id, oli_id, data_id, phone_e164 FROM sales_master
-WHERE phone_e164 IN :phones AND do_not_call = 0 AND NOT (dial_status = 'Calling' AND isReserved = 1);
+WHERE phone_e164 IN :phones AND do_not_call <> :listed AND NOT (dial_status = 'Calling' AND isReserved = 1);
 
 -- name: leads_listed_by_staging()
 SELECT m.id, m.oli_id, m.data_id, m.phone_e164 FROM sales_master AS m
