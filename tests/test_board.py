@@ -10,6 +10,7 @@ import threading
 import time
 from datetime import datetime
 
+import jsonschema
 import pytest
 import requests
 
@@ -137,6 +138,11 @@ def test_the_tiles_tell_ringing_from_holding(client, floor, new_lead, make_live,
     body = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
     calls = next(tile["calls"] for tile in body["floor"]["form_types"] if tile["form_type"] == "credit_card")
     assert calls == {"reserved": 4, "connected": 1, "not_connected": 3, "ringing": 2, "holding": 1}
+    # Issue #66: the document's BoardResponse said neither `ringing` nor `holding`, nor `level`.
+    document = client.get("/openapi.json").get_json()
+    errors = list(jsonschema.Draft202012Validator({**document, "$ref": "#/components/schemas/BoardResponse"})
+                  .iter_errors(body))
+    assert errors == [], [error.message for error in errors]
 
 
 # --- the socket, through a real gunicorn ------------------------------------------------------------

@@ -216,9 +216,15 @@ def test_a_new_callback_priority_takes_a_callback_time(push, sql):
     assert sql.lead("CB")["dial_status"] == "Callback"
 
 
-@pytest.mark.parametrize("value", ["2", True, 2.0, None])
+@pytest.mark.parametrize("value", ["2", True, 2.5, None])
 def test_priority_must_be_a_json_integer(push, value):
     assert fields_of(push(lead(priority_id=value))) == {"priority_id"}
+
+
+def test_an_integer_sent_with_a_zero_fraction_is_that_integer(push, sql):
+    """Issue #66: JSON Schema's `integer`, which the OpenAPI document says, takes 2.0."""
+    assert push(lead("F", priority_id=2.0, phone_number=9876543210.0)).status_code == 201
+    assert (sql.lead("F")["priority_id"], sql.lead("F")["phone_number"]) == (2, "9876543210")
 
 
 @pytest.mark.parametrize("sent, stored", [

@@ -87,7 +87,7 @@ OPERATIONS = {
     "/api/pending-callbacks": {"post": {
         "tags": ["callbacks"], "summary": "CRM callback: applied now, or held until the live call settles",
         "requestBody": {"required": True, "content": {JSON: {"schema": "PendingCallbackRequest", "example": {
-            "oliId": "CRM-2026-000042", "scheduledAt": "2026-11-23 11:30", "agentId": 501, "extension": "4501",
+            "oliId": "CRM-2026-000042", "scheduledAt": "2099-01-15 11:30", "agentId": 501, "extension": "4501",
             "callbackType": "future_day", "workStatus": "Interested", "subDisposition": "Call later",
             "remarks": "call after salary credit"}}}},
         "responses": {"200": _json("PendingCallbackResponse", "Applied at once (the lead was not live)"),
@@ -106,9 +106,11 @@ OPERATIONS = {
         "tags": ["results"], "summary": "One lead as it stands and its call attempts, newest first (issue #48)",
         "description": "Times are wall-clock DB_TIMEZONE. Page the calls with `cursor` (the `next` of the page "
                        "before). Shares a counter of 6,000 requests a minute per client address with GET /api/lead-events.",
-        "parameters": [{"in": "path", "name": "oli_id", "required": True, "schema": {"type": "string", "minLength": 1,
-                                                                                      "maxLength": 100}},
-                       {"in": "query", "schema": "LeadReadQuery"}],
+        "parameters": [{"in": "path", "name": "oli_id", "required": True, "schema": {
+                            "type": "string", "minLength": 1, "maxLength": 100, "pattern": shared_fields.OLI_ID_PATTERN}},
+                       # The class, not its name: a name resolves through marshmallow's class registry, where
+                       # LeadReadQuery is the loader that adds the path's oli_id (issue #66).
+                       {"in": "query", "schema": crm_schemas.LeadReadQueryParameters}],
         "responses": {"200": _json("LeadReadResponse", "The lead and a page of its calls"),
                       "400": _json("Error", "A bad oli_id, limit or cursor (`validation_failed`, with details)"),
                       **UNKNOWN_OLI, **LIMITED, **COMMON},
@@ -335,6 +337,13 @@ SCHEMAS = {
     "EngineSettleResponse": responses.EngineSettleResponseSchema, "EngineAgentStateResponse": responses.EngineAgentStateResponseSchema,
 }
 
+# What a body's schema says beside its fields (issue #66: the document is the contract): exactly one
+# of two fields, which the schemas' own validators check.
+BODY_RULES = {
+    "SendCallbackRequest": {"oneOf": [{"required": ["scheduledAt"]}, {"required": ["ScheduledAt"]}]},
+    "AgentTokenRequest": {"oneOf": [{"required": ["agentId"]}, {"required": ["extension"]}]},
+}
+
 DESCRIPTION = """The push interface of an outbound dialer: CRMs upsert leads into the master table,
 set callbacks and file dispositions, which are held while a lead is live on a call and applied when
 it settles. Every error is `{"ok": false, "error": CODE}` (400 adds `details`). The key goes in
@@ -351,8 +360,11 @@ def build():
     plugin = MarshmallowPlugin()
     spec = APISpec(title="dialerapi: lead intake and callbacks", version=_version(), openapi_version="3.1.0",
                    plugins=[plugin], info={"description": DESCRIPTION})
-    plugin.map_to_openapi_type(shared_fields.PhoneNumber, "string", None)
+    # A phone number is a string or an integer (its metadata's anyOf); query integers are digits.
+    plugin.map_to_openapi_type(shared_fields.PhoneNumber, None, None)
     plugin.map_to_openapi_type(shared_fields.WallClockDateTime, "string", None)
+    plugin.map_to_openapi_type(crm_schemas.Cursor, "integer", None)
+    plugin.map_to_openapi_type(crm_schemas.QueryInteger, "integer", None)
     spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
     spec.components.security_scheme("apiKeyHeader", {"type": "apiKey", "in": "header", "name": "X-API-Key"})
     spec.components.security_scheme("accessKeyHeader", {"type": "apiKey", "in": "header", "name": "X-Access-Key"})
@@ -375,6 +387,8 @@ def build():
         spec.path(path=path, operations={method: {"security": SECURITY, **op} for method, op in operations.items()})
     spec.tag({"name": "engine", "description": "The dialing engine's operations (ENGINE_SECRET); see the docs, Dialing engine"})
     document = spec.to_dict()
+    for name, rule in BODY_RULES.items():
+        document["components"]["schemas"][name].update(rule)
     document["security"] = SECURITY
     return document
 

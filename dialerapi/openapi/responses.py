@@ -346,14 +346,32 @@ class EngineFloorResponseSchema(Schema):
     form_types = fields.List(fields.Nested(FloorFormTypeSchema), required=True)
 
 
+class BoardCallsSchema(FloorCallsSchema):
+    ringing = fields.Integer(required=True, metadata={"description": "Not answered yet"})
+    holding = fields.Integer(required=True, metadata={
+        "description": "Answered, waiting for an agent; ringing + holding = not_connected"})
+
+
+class BoardAbandonsSchema(AbandonsSchema):
+    level = fields.String(required=True, validate=OneOf(["green", "amber", "red"]), metadata={
+        "description": "red: over_limit; amber: a window with answered calls within half a percentage point of the "
+                       "limit; else green"})
+
+
+class BoardFormTypeSchema(FloorFormTypeSchema):
+    calls = fields.Nested(BoardCallsSchema, required=True)
+    abandons = fields.Nested(BoardAbandonsSchema, required=True)
+
+
 class BoardFloorSchema(EngineFloorResponseSchema):
-    """The board's tiles (issue #49): the engine's floor, with `at` in UTC and each abandons' `level`."""
+    """The board's tiles (issue #49): the engine's floor, with `at` in UTC, each abandons' `level` and
+    each form_type's not-connected calls split into `ringing` and `holding` (issue #64)."""
 
     class Meta:
         exclude = ("ok",)
 
     at = fields.String(required=True, metadata={"example": "2026-11-21T10:00:05Z", "description": "UTC"})
-    form_types = fields.List(fields.Nested(FloorFormTypeSchema), required=True, metadata={
+    form_types = fields.List(fields.Nested(BoardFormTypeSchema), required=True, metadata={
         "description": "As /engine/floor's, with `abandons.level` (green, amber, red) and `calls.ringing` and "
                        "`calls.holding` (answered, waiting for an agent), which add up to `calls.not_connected`"})
 

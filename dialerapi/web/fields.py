@@ -17,6 +17,9 @@ from marshmallow.experimental.context import Context
 from marshmallow.validate import Length, Range
 
 from dialerapi.plumbing.clock import parse_wall_clock
+from dialerapi.plumbing.config import SETTINGS
+
+DEFAULT_MAX_TOKEN_SECONDS = int(SETTINGS["AGENT_TOKEN_MAX_SECONDS"].default)
 
 RequestContext = Context[dict]
 
@@ -37,13 +40,40 @@ class ApiSchema(Schema):
         unknown = RAISE
 
 
+# What the fields accept, as JSON Schema (ECMA-262) patterns for the OpenAPI document (issue #66:
+# the document is the contract). Python's `\d` and `\s` take other scripts' digits and spaces, so
+# the classes are spelled out.
+_YEAR = "(?:1[0-9]{3}|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])"  # 1000-9998, as parse_wall_clock
+_LEAP_YEAR = ("(?:(?:1[0-9]|[2-9][0-9])(?:0[48]|[2468][048]|[13579][26])"
+              "|(?:1[26]|2[048]|3[26]|4[048]|5[26]|6[048]|7[26]|8[048]|9[26])00)")
+_MONTH_DAY = "(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)"
+WALL_CLOCK_PATTERN = (f"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)[T ](?:[01][0-9]|2[0-3]):[0-5][0-9]"
+                      "(?::[0-5][0-9](?:[.][0-9]{1,6})?)?(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])?$")
+DAY_PATTERN = f"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)$"
+# Python's str.strip() also strips the separators U+001C-U+001F and U+0085, which ECMA's \s leaves.
+OLI_ID_PATTERN = "^[^\\s\\x1c-\\x1f\\x85](?:[\\s\\S]*[^\\s\\x1c-\\x1f\\x85])?$"
+PHONE_TEXT_PATTERN = "^[^0-9]*(?:[0-9][^0-9]*){10,15}$"
+
+
+def whole_number(value):
+    """`value` as an int when it is a JSON number without a fraction (`5.0`, which JSON Schema's
+    `integer` takes), else unchanged."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
 class StrictInteger(fields.Integer):
-    """A JSON integer only: strings, floats and booleans are rejected (D4)."""
+    """A JSON integer: a number without a fraction (`5`, or `5.0` as JSON Schema's `integer` takes
+    it; issue #66); strings, booleans and `5.5` are rejected (D4)."""
 
     default_error_messages = {"invalid": "must be an integer"}
 
     def __init__(self, **kwargs):
         super().__init__(strict=True, **kwargs)
+
+    def _validated(self, value):
+        return super()._validated(whole_number(value))
 
 
 class Text(fields.String):
@@ -62,7 +92,7 @@ class Text(fields.String):
 
 
 class OliId(Text):
-    """An oli_id: 1-100 characters, without whitespace at either end.
+    """An oli_id: 1-100 characters, without whitespace at either end (OLI_ID_PATTERN).
 
     MariaDB compares oli_id with PAD SPACE (`'PAD-1 '` equals `'PAD-1'`), so an id with a trailing
     space would find, and change, another lead; no CRM means an id with spaces around it either.
@@ -70,8 +100,8 @@ class OliId(Text):
 
     default_error_messages = {"padded": "must not begin or end with whitespace"}
 
-    def __init__(self, **kwargs):
-        super().__init__(validate=Length(1, 100), **kwargs)
+    def __init__(self, metadata=None, **kwargs):
+        super().__init__(validate=Length(1, 100), metadata={"pattern": OLI_ID_PATTERN, **(metadata or {})}, **kwargs)
 
     def _deserialize(self, value, attr, data, **kwargs):
         text = super()._deserialize(value, attr, data, **kwargs)
@@ -91,6 +121,7 @@ def is_unicode_text(text):
 
 def phone_digits(value):
     """The digits of a phone number sent as a JSON string or integer; None for any other JSON type (D4)."""
+    value = whole_number(value)
     if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, int) and value < 0):
         return None
     return NOT_A_DIGIT.sub("", str(value))
@@ -103,6 +134,12 @@ class PhoneNumber(fields.Field):
     be 10-15.
     """
 
+    def __init__(self, metadata=None, **kwargs):
+        low, high = PHONE_DIGITS
+        shapes = [{"type": "string", "pattern": PHONE_TEXT_PATTERN},
+                  {"type": "integer", "minimum": 10 ** (low - 1), "maximum": 10 ** high - 1}]
+        super().__init__(metadata={"anyOf": shapes, **(metadata or {})}, **kwargs)
+
     def _deserialize(self, value, attr, data, **kwargs):
         digits = phone_digits(value)
         if digits is None:
@@ -114,7 +151,12 @@ class PhoneNumber(fields.Field):
 
 
 class WallClockDateTime(fields.Field):
-    """A date and time per D2, loaded as naive wall-clock time in the request's DB_TIMEZONE."""
+    """A date and time per D2, loaded as naive wall-clock time in the request's DB_TIMEZONE
+    (WALL_CLOCK_PATTERN says which in the OpenAPI document; the service also takes ISO 8601's
+    comma fraction and surrounding spaces)."""
+
+    def __init__(self, metadata=None, **kwargs):
+        super().__init__(metadata={"pattern": WALL_CLOCK_PATTERN, **(metadata or {})}, **kwargs)
 
     def _deserialize(self, value, attr, data, **kwargs):
         try:
@@ -138,8 +180,11 @@ class TokenLifetime(Schema):
     """`lifetimeSeconds` of a token request (agent tokens, issue #28; supervisor tokens, issue #49):
     optional, 1 to `max_seconds` (AGENT_TOKEN_MAX_SECONDS) when the schema is made with it."""
 
-    lifetimeSeconds = fields.Integer(strict=True, validate=Range(1, error="must be at least 1 second"),
-                                     error_messages={"invalid": "must be a whole number of seconds"})
+    lifetimeSeconds = StrictInteger(
+        validate=Range(1, error="must be at least 1 second"), error_messages={"invalid": "must be a whole number of seconds"},
+        metadata={"maximum": DEFAULT_MAX_TOKEN_SECONDS, "description": (
+            f"At most AGENT_TOKEN_MAX_SECONDS ({DEFAULT_MAX_TOKEN_SECONDS:,} unless the service sets it otherwise); "
+            "default AGENT_TOKEN_SECONDS")})
 
     def __init__(self, max_seconds=None, **kwargs):
         """`max_seconds`: AGENT_TOKEN_MAX_SECONDS (None only for the OpenAPI document, which has no config)."""

@@ -1,22 +1,16 @@
-"""Bad input (issue: fault tests): schemathesis and hypothesis fuzzing of every endpoint, thousands
-of cases with no 5xx; oversized and slowly sent bodies; malformed UTF-8; deeply nested JSON;
-header tricks on auth."""
+"""Bad input (issue: fault tests): hypothesis fuzzing of every write endpoint, thousands of cases
+with no 5xx; oversized and slowly sent bodies; malformed UTF-8; deeply nested JSON; header tricks
+on auth. schemathesis at depth, every operation, is tests/faults/test_contract.py."""
 
 import json
-import re
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import requests
-import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.generation import GenerationMode
-from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
 from conftest import ENGINE_SECRET, SECRET
 
@@ -37,37 +31,6 @@ def unlimited_app(database_url):
     app = make_app(database_url, RATELIMIT_ENABLED=False)
     yield app
     limiter.enabled = True
-
-
-@pytest.fixture
-def api_schema(unlimited_app):
-    schema = schemathesis.openapi.from_wsgi("/openapi.json", unlimited_app)
-    schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE], max_examples=300)
-    return schema
-
-
-schema = schemathesis.pytest.from_fixture("api_schema")
-
-
-# Every path of the OpenAPI document (tests/test_layers.py holds the served one to this file byte for
-# byte) gets its own test, so the parallel workers share the 300 cases of each operation: as one
-# test of all 24 operations this was the long pole of `make faults` (546 s on one worker, issue #63).
-OPERATION_PATHS = list(json.loads((Path(__file__).parents[1] / "data" / "openapi.json").read_text())["paths"])
-
-
-def schemathesis_at_depth(path):
-    @pytest.mark.slow
-    @schema.include(path=path).parametrize()
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-    def test(case):
-        case.call_and_validate(headers=key_for(case.path), checks=[not_a_server_error, status_code_conformance,
-                                                     response_schema_conformance])
-
-    return test
-
-
-for _path in OPERATION_PATHS:
-    globals()["test_schemathesis_at_depth_" + re.sub(r"\W+", "_", _path).strip("_")] = schemathesis_at_depth(_path)
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

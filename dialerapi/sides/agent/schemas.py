@@ -18,7 +18,7 @@ class MissedActivitiesQuery(Schema):
         unknown = EXCLUDE
 
     agentId = fields.Integer(error_messages={"invalid": "must be an integer"}, validate=EMPLOYEE_ID)
-    extension = Text(validate=Regexp(r"[0-9]{3,16}\Z", error="must be 3-16 digits"))
+    extension = Text(validate=Regexp(r"[0-9]{3,16}\Z", error="must be 3-16 digits"), metadata={"pattern": "^[0-9]{3,16}$"})
 
     @validates_schema(pass_original=True, skip_on_field_errors=False)
     def exactly_one(self, data, original_data, **kwargs):

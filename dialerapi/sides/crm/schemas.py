@@ -24,8 +24,11 @@ class LeadSchema(ApiSchema):
     phone_number = PhoneNumber(required=True)
     client_name = Text(required=True, validate=Length(1, 150))
     form_type = Text(required=True, validate=Length(1, 64))
-    priority_id = StrictInteger(required=True)
-    callback_scheduled_at = WallClockDateTime(load_default=None, allow_none=True)
+    priority_id = StrictInteger(required=True, metadata={
+        "description": "An active priority of sales_priorities but Final Disposal (a table: the seeded ones are 1, "
+                       "Callback Schedule, and 2, Fresh Assign); 400 otherwise"})
+    callback_scheduled_at = WallClockDateTime(load_default=None, allow_none=True, metadata={
+        "description": "Only with a callback priority (is_callback; the seeded 1); 400 otherwise"})
 
     @validates_schema(skip_on_field_errors=False)
     def check_priority(self, data, **kwargs):
@@ -223,7 +226,8 @@ class PendingCallbackSchema(AuditSchema):
     """
 
     oliId = OliId(required=True)
-    scheduledAt = WallClockDateTime(required=True)
+    scheduledAt = WallClockDateTime(required=True, metadata={
+        "description": "Not more than 5 minutes before the service's now (400 otherwise)"})
     callbackAgentId = _callback_agent_id()
     callbackType = Text(load_default=None, allow_none=True, validate=OneOf(["today", "future_day"]))
 
@@ -265,6 +269,9 @@ class Cursor(fields.String):
         return int(text)
 
 
+CURSOR_RANGE = {"minimum": 0, "maximum": 10 ** 18 - 1}
+
+
 class QueryInteger(Cursor):
     """A whole number in a query string (decimal digits); loads to an int."""
 
@@ -275,8 +282,9 @@ class LeadReadQueryParameters(ApiSchema):
     """GET /api/leads/{oli_id} query (issue #48): `limit` calls per page (1-200, default 50) and
     `cursor` (the `next` of the page before). Unknown parameters are 400."""
 
-    limit = QueryInteger(load_default=50, validate=Range(1, 200, error="must be 1-200"))
-    cursor = Cursor(load_default=None)
+    limit = QueryInteger(load_default=50, validate=Range(1, 200, error="must be 1-200"),
+                         metadata={"minimum": 1, "maximum": 200, "default": 50})
+    cursor = Cursor(load_default=None, metadata=CURSOR_RANGE)
 
 
 class LeadReadQuery(LeadReadQueryParameters):
@@ -289,5 +297,6 @@ class LeadEventsQuery(ApiSchema):
     """GET /api/lead-events query (issue #48): `after` (a `next` this feed returned; none: from the
     oldest event kept) and `limit` (1-1000, default 100)."""
 
-    after = Cursor(load_default=0)
-    limit = QueryInteger(load_default=100, validate=Range(1, 1000, error="must be 1-1000"))
+    after = Cursor(load_default=0, metadata={**CURSOR_RANGE, "default": 0})
+    limit = QueryInteger(load_default=100, validate=Range(1, 1000, error="must be 1-1000"),
+                         metadata={"minimum": 1, "maximum": 1000, "default": 100})

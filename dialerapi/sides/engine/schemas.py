@@ -102,7 +102,6 @@ OUTCOME_HELP = "; ".join(
     f"`{outcome}`: {'the status before the claim' if status is None else status}, last_dial_result {result}"
     for outcome, (status, result) in OUTCOMES.items()
 )
-WALL_CLOCK_PATTERN = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?$"
 
 
 class EngineSettleSchema(ApiSchema):
@@ -122,7 +121,7 @@ class EngineSettleSchema(ApiSchema):
         "description": "When the call was originated: `YYYY-MM-DD HH:MM[:SS]` wall-clock in the service's "
                        "DB_TIMEZONE, or ISO 8601 with an offset or `Z` (converted). Recorded on the call attempt; "
                        "without call_id it also names the settle for retries.",
-        "example": "2026-11-21 10:00:05", "pattern": WALL_CLOCK_PATTERN})
+        "example": "2026-11-21 10:00:05"})
     agent_id = StrictInteger(validate=EMPLOYEE_ID, metadata={
         "description": "The agent who took the call; must be on the roster (404 unknown_agent)"})
     call_type = Text(load_default="outbound", validate=OneOf(CALL_TYPES))

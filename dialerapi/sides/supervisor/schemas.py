@@ -8,7 +8,7 @@ from marshmallow.validate import Length, Regexp
 
 from dialerapi.rules import agent_states
 from dialerapi.web.agent_tokens import MAX_NAME_CHARS
-from dialerapi.web.fields import EMPLOYEE_ID, Text, TokenLifetime
+from dialerapi.web.fields import DAY_PATTERN, EMPLOYEE_ID, Text, TokenLifetime
 
 DAY = Regexp(r"\d{4}-\d{2}-\d{2}\Z", error="must be a day, YYYY-MM-DD")
 
@@ -21,8 +21,10 @@ class AgentReportQuery(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    from_ = Text(data_key="from", required=True, validate=DAY)
-    to = Text(required=True, validate=DAY)
+    from_ = Text(data_key="from", required=True, validate=DAY, metadata={"pattern": DAY_PATTERN})
+    to = Text(required=True, validate=DAY, metadata={
+        "pattern": DAY_PATTERN,
+        "description": f"Not before `from`, at most {agent_states.MAX_REPORT_DAYS} days after it (400 otherwise)"})
     agentId = fields.Integer(error_messages={"invalid": "must be an integer"}, validate=EMPLOYEE_ID)
 
     @post_load
@@ -47,7 +49,9 @@ class SupervisorTokenRequest(TokenLifetime):
     class Meta:
         unknown = RAISE
 
-    name = Text(required=True, validate=Length(1, MAX_NAME_CHARS, error=f"must be 1 to {MAX_NAME_CHARS} characters"))
+    name = Text(required=True, validate=Length(1, MAX_NAME_CHARS, error=f"must be 1 to {MAX_NAME_CHARS} characters"),
+                metadata={"description": "Printable (Python's str.isprintable: no control, format or separator "
+                                         "character but the space); 400 otherwise"})
     @validates_schema
     def printable(self, data, **kwargs):
         if "name" in data and not data["name"].isprintable():

@@ -1,0 +1,139 @@
+"""The OpenAPI document is the contract (issue #66 item 3): schemathesis at depth, 300 cases per
+operation, positive (requests the document calls valid) and negative: a valid request is accepted
+(no 400), every answer matches the document's response schema and status codes, and nothing
+answers 5xx. Each operation is a test of its own, so make faults' workers share them (issue #63),
+called with the key of a caller its route opens (the routes' own declarations), seeded
+(derandomize): a run is the same every time.
+
+What JSON Schema cannot say is in the operation's description and left out here by name
+(EXCLUDED), not by silence: each rule below is one the service checks against its tables, the
+clock or another field.
+"""
+
+import json
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.generation import GenerationMode
+from schemathesis.specs.openapi.checks import (
+    positive_data_acceptance, response_schema_conformance, status_code_conformance,
+)
+
+from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, make_app
+from dialerapi.plumbing.limits import limiter
+from dialerapi.rules import agent_states
+from test_docs import route_roles
+
+pytestmark = pytest.mark.faults
+EXAMPLES = 300
+KEYS = {"crm": SECRET, "engine": ENGINE_SECRET, "monitor": MONITOR_SECRET, "supervisor": SUPERVISOR_SECRET}
+OPERATION_PATHS = list(json.loads((Path(__file__).parents[1] / "data" / "openapi.json").read_text())["paths"])
+CALLBACK_PRIORITY, FRESH_PRIORITY = 1, 2  # the seeded catalog (migrate.seed_rows)
+
+
+def _wall(text):
+    return datetime.fromisoformat(text.strip()).replace(tzinfo=None)
+
+
+def _push_priority(lead):
+    # A table, not a schema: an active priority but Final Disposal, a callback time only with a callback one.
+    return lead.get("priority_id") in (CALLBACK_PRIORITY, FRESH_PRIORITY) and (
+        lead.get("callback_scheduled_at") is None or lead.get("priority_id") == CALLBACK_PRIORITY)
+
+
+def _pushable(body):
+    leads = body["leads"] if isinstance(body, dict) and "leads" in body else [body]
+    return all(isinstance(lead, dict) and _push_priority(lead) for lead in leads)
+
+
+def _not_past(body):
+    # The clock: a callback may not be more than 5 minutes in the past (the service's clock is
+    # DEFAULT_NOW). Its offset can move a time by up to a day, so a day after now is the edge kept.
+    moment = body.get("scheduledAt") if isinstance(body, dict) else None
+    return not isinstance(moment, str) or _wall(moment) >= DEFAULT_NOW + timedelta(days=1)
+
+
+def _one_agent(query):
+    # Two query parameters, exactly one of them: OpenAPI parameters cannot say so.
+    return query is None or ("agentId" in query) != ("extension" in query)
+
+
+def _report_range(query):
+    try:
+        first, last = datetime.fromisoformat(query["from"]), datetime.fromisoformat(query["to"])
+    except (KeyError, TypeError, ValueError):
+        return True
+    return first <= last and (last - first).days < agent_states.MAX_REPORT_DAYS
+
+
+def _printable_name(body):
+    return not isinstance(body, dict) or not isinstance(body.get("name"), str) or body["name"].isprintable()
+
+
+# (path, where, rule, why): each is in its operation's or field's description in the document.
+EXCLUDED = [
+    ("/api/leads", "body", _pushable, "priority_id from sales_priorities, a callback time only with a callback one"),
+    ("/api/master", "body", _pushable, "priority_id from sales_priorities, a callback time only with a callback one"),
+    ("/api/pending-callbacks", "body", _not_past, "scheduledAt not more than 5 minutes in the past"),
+    ("/api/missed-activities", "query", _one_agent, "exactly one of agentId and extension"),
+    ("/api/callbacks", "query", _one_agent, "exactly one of agentId and extension"),
+    ("/api/reports/agents", "query", _report_range, "to not before from, at most MAX_REPORT_DAYS days"),
+    ("/api/supervisor-tokens", "body", _printable_name, "a printable name"),
+]
+
+
+@pytest.fixture
+def unlimited_app(database_url):
+    """The app with rate limits off, so every case reaches validation and the database."""
+    app = make_app(database_url, RATELIMIT_ENABLED=False)
+    yield app
+    limiter.enabled = True
+
+
+@pytest.fixture
+def contract_schema(unlimited_app):
+    schema = schemathesis.openapi.from_wsgi("/openapi.json", unlimited_app)
+    schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE], max_examples=EXAMPLES)
+    return schema
+
+
+schema = schemathesis.pytest.from_fixture("contract_schema")
+
+
+def key_for(app, path):
+    """A header with the key of a caller the route of `path` opens (its own declaration)."""
+    roles = route_roles(app).get(path, {"crm"})
+    role = next(role for role in ("crm", "engine", "supervisor", "monitor") if role in roles)
+    return {"Authorization": f"Bearer {KEYS[role]}"}
+
+
+def allowed(case):
+    """False for a valid case one of EXCLUDED's rules leaves out."""
+    if case.meta is None or not case.meta.generation.mode.is_positive:
+        return True
+    for path, where, rule, _ in EXCLUDED:
+        if case.path == path and not rule(getattr(case, where)):
+            return False
+    return True
+
+
+def contract_test(path):
+    @pytest.mark.slow
+    @schema.include(path=path).parametrize()
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    def test(case, unlimited_app):
+        if not allowed(case):
+            return
+        case.call_and_validate(headers=key_for(unlimited_app, case.path), checks=[
+            not_a_server_error, positive_data_acceptance, status_code_conformance, response_schema_conformance])
+
+    return test
+
+
+for _path in OPERATION_PATHS:
+    globals()["test_contract_" + re.sub(r"\W+", "_", _path).strip("_")] = contract_test(_path)
