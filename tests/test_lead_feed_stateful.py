@@ -1,6 +1,6 @@
 """Never a change without its event, proved (issue #65 item 7): the stateful test of
 tests/lead_feed_machine.py, bounded here (make test, about 5 s alone); tests/faults/test_lead_feed_long.py
-runs it 16 times longer (make faults). Examples are derived from the test's name (derandomize), so
+runs it ten times longer (make faults). Examples are derived from the test's name (derandomize), so
 a run is the same every time and a failure is found again by running it again. Here a failure is
 reported as found, unshrunk: shrinking a sequence of HTTP steps can take hypothesis five minutes;
 make faults shrinks its own."""

@@ -1,5 +1,5 @@
-"""The stateful test of the lead events feed (issue #65 item 7, tests/lead_feed_machine.py) at 16
-times make test's steps: 100 sequences of up to 40 steps, about 1 minute.
+"""The stateful test of the lead events feed (issue #65 item 7, tests/lead_feed_machine.py) at ten
+times make test's steps: 60 sequences of up to 40 steps, about 35 s alone.
 
 Every event type is folded at least once but lead.hold_ended: no public operation of this release
 reaches it (a cap holds a lead only while its number is not live, issue #65 item 6, so no counted
@@ -16,6 +16,6 @@ pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 
 def test_folding_the_feed_gives_every_lead_as_its_read_shows_it_over_long_runs(app, sql):
-    seen = run_feed_machine(app, sql, examples=100, steps=40, shrink=True)
+    seen = run_feed_machine(app, sql, examples=60, steps=40, shrink=True)
     print(dict(seen))
     assert set(seen) == set(lead_events.TYPES) - {lead_events.HOLD_ENDED}, seen
