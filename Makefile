@@ -60,6 +60,7 @@ bench: install
 	  && $(BIN)/python bench/claim_bench.py \
 	  && $(BIN)/python bench/compliance_bench.py && $(BIN)/python bench/abandon_bench.py \
 	  && $(BIN)/python bench/personal_callback_bench.py && $(BIN)/python bench/caps_bench.py \
+	  && $(BIN)/python bench/campaign_bench.py \
 	  && $(BIN)/python bench/floor_bench.py && $(BIN)/python bench/results_bench.py && $(BIN)/python bench/board_bench.py \
 	  && $(BIN)/python bench/intake_bench.py \
 	  && scripts/galera.sh with $(BIN)/python bench/cluster_bench.py'

@@ -98,24 +98,32 @@ def phone_facts(conn):
             cur.execute("UPDATE sales_master SET call_zone_id = %s WHERE phone_number LIKE %s", (zone_id, prefix + "%"))
 
 
-def prepare(now):
-    url = bench_database(DB_NAME)
+def prepare(now, name=DB_NAME, form_types=FORM_TYPES):
+    """The bench database `name` (built when missing): LEADS leads spread over `form_types` in
+    every claimable status, and AGENTS available agents with 2 of those skills each. Returns its URL."""
+    url = bench_database(name)
     conn = connect(url, io_timeout=600)
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) AS n, SUM(phone_e164 IS NULL) AS unknown FROM sales_master")
         counts = cur.fetchone()
         if counts["n"] != LEADS or counts["unknown"]:
-            print(f"filling sales_master with {LEADS:,} leads ...", flush=True)
+            print(f"filling sales_master with {LEADS:,} leads over {len(form_types)} form_types ...", flush=True)
             started = time.monotonic()
             cur.execute("DELETE FROM sales_master")
-            cur.execute(FILL.format(leads=LEADS), {"now": now})
+            # seq % 20 sets the status. This bench's 10 form_types keep the layout its figures were
+            # measured on (two statuses each); any other count takes its form_type from seq DIV 20,
+            # so each form_type has leads of every status.
+            prefix, count = form_types[0].rsplit("_", 1)[0], len(form_types)
+            number = "seq %% 10" if count == 10 else f"(seq DIV 20) %% {count}"
+            fill = FILL.replace("CONCAT('form_', seq %% 10)", f"CONCAT('{prefix}_', {number})")
+            cur.execute(fill.format(leads=LEADS), {"now": now})
             phone_facts(conn)
             cur.execute("DELETE FROM sales_agent_skills")
             cur.execute("DELETE FROM sales_agents")
             for agent_id in range(1, AGENTS + 1):
                 cur.execute("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle)"
                             " VALUES (%s, %s, %s, 1, 1)", (agent_id, str(5000 + agent_id), f"Agent {agent_id}"))
-                for skill in random.Random(agent_id).sample(FORM_TYPES, 2):
+                for skill in random.Random(agent_id).sample(form_types, 2):
                     cur.execute("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", (agent_id, skill))
             conn.commit()
             cur.execute("ANALYZE TABLE sales_master")

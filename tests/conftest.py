@@ -56,7 +56,7 @@ DATA_TABLES = (
     "dialerapi_socket_hosts", "dialerapi_dnc", "dialerapi_call_zones", "dialerapi_counters", "dialerapi_abandon_counts",
     "dialerapi_lead_events", "dialerapi_webhook_endpoints", "dialerapi_webhook_deliveries", "dialerapi_webhook_attempts",
     "dialerapi_agent_states", "dialerapi_agent_days", "dialerapi_contact_caps", "dialerapi_contact_numbers",
-    "dialerapi_contact_capped", "dialerapi_outcome_retries",
+    "dialerapi_contact_capped", "dialerapi_outcome_retries", "dialerapi_campaigns", "dialerapi_campaign_changes",
 )
 
 

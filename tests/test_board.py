@@ -21,7 +21,8 @@ from dialerapi.web import agent_tokens
 from test_sockets import frame, rejected, until
 from wsclient import Client, ConnectionClosed
 
-SUPERVISOR_PATHS = {("GET", "/api/board"), ("GET", "/api/reports/agents")}
+SUPERVISOR_PATHS = {("GET", "/api/board"), ("GET", "/api/reports/agents"), ("GET", "/api/campaigns"),
+                    ("GET", "/api/campaigns/home_loan")}
 REPORT = "/api/reports/agents?from=2026-11-21&to=2026-11-21"
 # How long a test waits for a change to reach the board: a bound on waiting for the event, not the
 # issue's 1 s, which bench/board_bench.py measures (speed is never asserted in a timed test).
@@ -47,7 +48,8 @@ def every_route(app):
         view = app.view_functions[rule.endpoint]
         if getattr(view, "public", False):
             continue
-        path = rule.rule.replace("<oli_id>", "OLI-1").replace("<path:filename>", "x")
+        path = rule.rule.replace("<oli_id>", "OLI-1").replace("<path:filename>", "x").replace(
+            "<path:form_type>", "home_loan")
         for method in rule.methods - {"HEAD", "OPTIONS"}:
             yield method, path
 

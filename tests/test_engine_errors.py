@@ -3,6 +3,7 @@ row by row, through a real gunicorn (issue #16). Every row of the docs' table is
 every case is a row there, so the table cannot drift from what the service answers. A refusal
 stores nothing: no reservation, no attempt, no missed activity, no stored reply."""
 
+import json
 import re
 from datetime import timedelta
 from zoneinfo import ZoneInfo
@@ -69,6 +70,17 @@ def number_in_call(sql):
     sql("UPDATE sales_master SET phone_number = '919876543210', phone_e164 = 919876543210 WHERE oli_id = 'L'")
 
 
+def campaign(state="active", **settings):
+    """home_loan a campaign (issue #67) in `state` with `settings`, as `dialerapi campaigns` stores it."""
+    def arrange(sql):
+        sql("INSERT INTO dialerapi_campaigns (form_type, state, settings, updated_at, updated_by)"
+            " VALUES ('home_loan', %s, %s, %s, 'cli')", state, json.dumps(settings), DEFAULT_NOW)
+        sql("INSERT INTO dialerapi_campaign_changes (form_type, action, changed_at, changed_at_utc, changed_by,"
+            " old_values, new_values) VALUES ('home_loan', 'updated', %s, %s, 'cli', '{}', '{}')",
+            DEFAULT_NOW, DEFAULT_NOW)
+    return arrange
+
+
 def claim(mode, **fields):
     return {"mode": mode, "request_id": f"t-{mode}", **fields}
 
@@ -112,6 +124,13 @@ CASES = {
                                                                claim("redial", agent_id=501, oli_id="B")),
     ("claim", "redial", 409, "not_claimable", "number_in_call"): (number_in_call,
                                                                   claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "progressive", 409, "not_claimable", "campaign_paused"): (campaign("paused"),
+                                                                        claim("progressive", agent_id=501)),
+    ("claim", "redial", 409, "not_claimable", "campaign_closed"): (
+        campaign(restricted_dates=[{"date": DEFAULT_NOW.date().isoformat(), "to": DEFAULT_NOW.date().isoformat(),
+                                    "note": "Christmas Day"}]), claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "predictive", 409, "not_claimable", "predictive_off"): (campaign(predictive=False),
+                                                                      claim("predictive")),
     ("claim", "inbound", 200, "lead", None): (maintenance, claim("inbound", agent_id=501, oli_id="B")),
     ("claim", "inbound", 409, "not_claimable", "do_not_call"): (listed, claim("inbound", agent_id=501, oli_id="B")),
     ("claim", "inbound", 409, "lead_in_flight", None): (None, claim("inbound", agent_id=501, oli_id="L")),
@@ -197,6 +216,8 @@ def test_each_row_of_the_answer_table_through_gunicorn(live_server, sql, new_lea
         assert got.pop("abandons")[0]["windows"]["today"]["rate"] == 0.06 and got == expected
     elif reason == "number_in_call":  # with the live lead (tests/test_one_call_per_number.py)
         assert got.pop("oli_id_in_call") == "L" and got == expected
+    elif reason in ("campaign_paused", "campaign_closed", "predictive_off"):  # each campaign (tests/test_campaigns.py)
+        assert [c["form_type"] for c in got.pop("campaigns")] == ["home_loan"] and got == expected
     elif reason == "contact_cap":  # with the cap and when it frees the number (tests/test_contact_caps.py)
         assert (got.pop("cap"), got.pop("frees_at")) == ("one-a-day", "2026-11-22 09:00:00") and got == expected
     else:

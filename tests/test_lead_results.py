@@ -15,7 +15,7 @@ import pytest
 
 from conftest import DEFAULT_NOW, ROOT, TZ, cli, connect_params, own_number, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import actions, agents, claims, dialstate, dnc, lead_events
+from dialerapi.rules import actions, agents, campaigns, claims, dialstate, dnc, lead_events
 from dialerapi.upkeep import jobs
 from dialerapi.web import agent_tokens
 from test_busy_floor import at_once
@@ -439,6 +439,9 @@ def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, 
     client.post("/api/pending-dispositions", json={"oliId": "OLI-3", "reason": "DND"}, headers=auth)
     run(dnc.remove, [sql.lead("OLI-3")["phone_e164"]], NOW)
     held_and_freed(new_lead, settle, run, sql)
+    client.patch("/api/campaigns/uk_collections", json={"abandon_period": "24h"}, headers=auth)
+    run(campaigns.pause, "uk_collections", NOW, "cli")
+    run(campaigns.resume, "uk_collections", NOW, "cli")
     made = {}
     for event in events_of(feed, limit=1000):
         made.setdefault(event["type"], event)

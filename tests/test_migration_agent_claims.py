@@ -64,6 +64,13 @@ def claim_0020(conn, n):
     conn.commit()
 
 
+def migrate_ids_after(last):
+    """The ids of the migrations after `last`, newest first (what rolls back before it)."""
+    names = sorted(path.name.removesuffix(".sql") for path in migrate.MIGRATIONS_DIR.glob("*.sql")
+                   if not path.name.endswith(".rollback.sql"))
+    return [name for name in reversed(names) if name[:len(last)] > last]
+
+
 def agent_columns(conn):
     with conn.cursor() as cur:
         cur.execute("SELECT * FROM sales_agents WHERE id = 1")
@@ -81,6 +88,7 @@ def test_0021_applied_while_the_previous_release_claims_then_both_claim(floor_00
     assert agent_columns(conn) == columns_before, "SELECT * sees the table as before"
     claim_0020(conn, 3000)  # the previous release, on the new schema
 
+    migrate.upgrade(url)  # this release runs on every later migration too (0023: campaigns)
     claimed = claims.claim_next(conn, 2, NOW, TZ)  # this release: agent 2's claim is kept on its row
     conn.commit()
     rows = {row["agent_id"]: row for row in queries.board_agents(conn, all_agents=False, agent_ids=(1, 2))}
@@ -96,9 +104,11 @@ def test_0021_applied_while_the_previous_release_claims_then_both_claim(floor_00
 
 def test_0021_rolls_back_to_the_0020_schema(floor_0020):
     url, conn = floor_0020
-    apply_until(url, "0021")
+    migrate.upgrade(url)  # this release's schema (0023: campaigns), then back to 0020's
     claims.claim_next(conn, 5, NOW, TZ)
     conn.commit()
+    for later in migrate_ids_after("0021"):
+        roll_back(url, later)
     roll_back(url, "0021.agent-claims")
     with conn.cursor() as cur:
         with pytest.raises(pymysql.err.OperationalError):

@@ -15,6 +15,7 @@
     dialerapi retries list|set|reset   retries per outcome (issue #50)
     dialerapi leads import FILE   load a CSV, Excel or JSON Lines lead list through the push's rules
     dialerapi floor          the floor per form_type for a pacing engine (agents, calls, leads due, abandons)
+    dialerapi campaigns list|show|set|pause|resume   each campaign's calendar, rules and state (issue #67)
     dialerapi config show|set   the abandon settings (limit, period, minimum answered, connect seconds, enforcement)
     dialerapi report abandons --from DAY --to DAY   the abandon rate's compliance record per day and form_type
     dialerapi report agents --from DAY --to DAY     the agent time report per agent and day (issue #49)
@@ -25,7 +26,7 @@
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)
 """
 
-from dialerapi.cli import agents, calls, caps, config, db, dnc, leads, report, simulate, webhooks  # noqa: F401 - each module adds its commands to main
+from dialerapi.cli import agents, calls, campaigns, caps, config, db, dnc, leads, report, simulate, webhooks  # noqa: F401 - each module adds its commands to main
 from dialerapi.cli.base import main
 
 __all__ = ["main"]

@@ -10,7 +10,10 @@ from importlib.metadata import PackageNotFoundError, version
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
+from dialerapi.openapi import board_responses
+from dialerapi.openapi import campaigns as campaign_document
 from dialerapi.openapi import responses
+from dialerapi.rules.campaign_settings import CampaignSettingsSchema
 from dialerapi.sides.agent import schemas as agent_schemas
 from dialerapi.sides.crm import schemas as crm_schemas
 from dialerapi.sides.engine import schemas as engine_schemas
@@ -310,6 +313,7 @@ OPERATIONS.update({
 })
 OPERATIONS["/api/master"] = {"post": {**OPERATIONS["/api/leads"]["post"], "summary": "Same handler as /api/leads"}}
 OPERATIONS["/api/health"] = {"get": {**OPERATIONS["/health"]["get"], "summary": "Same as /health"}}
+OPERATIONS.update(campaign_document.operations(_json, _error, WRITES, LIMITED, COMMON, SECURITY, SUPERVISOR_SECURITY))
 
 SCHEMAS = {
     "Lead": crm_schemas.LeadSchema, "LeadBatch": crm_schemas.LeadBatchSchema,
@@ -324,9 +328,9 @@ SCHEMAS = {
     "AgentCallbacksResponse": responses.AgentCallbacksResponseSchema,
     "AgentTokenRequest": agent_schemas.AgentTokenRequest, "AgentTokenResponse": responses.AgentTokenResponseSchema, "PauseReasonsResponse": responses.PauseReasonsResponseSchema,
     "SupervisorTokenRequest": supervisor_schemas.SupervisorTokenRequest,
-    "SupervisorTokenResponse": responses.SupervisorTokenResponseSchema,
-    "BoardResponse": responses.BoardResponseSchema, "AgentReportQuery": supervisor_schemas.AgentReportQuery,
-    "AgentReportResponse": responses.AgentReportResponseSchema,
+    "SupervisorTokenResponse": board_responses.SupervisorTokenResponseSchema,
+    "BoardResponse": board_responses.BoardResponseSchema, "AgentReportQuery": supervisor_schemas.AgentReportQuery,
+    "AgentReportResponse": board_responses.AgentReportResponseSchema,
     "HealthzResponse": responses.HealthzResponseSchema, "HealthResponse": responses.HealthResponseSchema,
     "ProgressiveClaimRequest": engine_schemas.ProgressiveClaimSchema, "PredictiveClaimRequest": engine_schemas.PredictiveClaimSchema,
     "NamedClaimRequest": engine_schemas.NamedClaimSchema, "EngineBridgeRequest": engine_schemas.EngineBridgeSchema,
@@ -335,6 +339,7 @@ SCHEMAS = {
     "EngineFloorRequest": engine_schemas.EngineFloorSchema, "EngineFloorResponse": responses.EngineFloorResponseSchema, "EngineClaimResponse": responses.EngineClaimResponseSchema,
     "EngineBridgeResponse": responses.EngineBridgeResponseSchema, "EngineCallConnectedResponse": responses.EngineCallConnectedResponseSchema,
     "EngineSettleResponse": responses.EngineSettleResponseSchema, "EngineAgentStateResponse": responses.EngineAgentStateResponseSchema,
+    **campaign_document.SCHEMAS, "CampaignSettings": CampaignSettingsSchema,
 }
 
 # What a body's schema says beside its fields (issue #66: the document is the contract): exactly one
@@ -389,6 +394,9 @@ def build():
     document = spec.to_dict()
     for name, rule in BODY_RULES.items():
         document["components"]["schemas"][name].update(rule)
+    schemas = document["components"]["schemas"]
+    schemas["CampaignPatch"] = campaign_document.patch_schema(schemas.pop("CampaignSettings"),
+                                                              schemas.pop("RestrictedDate"))
     document["security"] = SECURITY
     return document
 

@@ -67,7 +67,7 @@ def submit_action(conn, action, now, tz):
     live = dialstate.is_live(row)
     # Only a disposition reads the config (its do-not-call reasons, disposed_priority_id): a callback
     # is the CRM's most frequent action, and spared the read (issue #51).
-    config = dialstate.load_config(conn) if action["action"] == "dispose" else None
+    config = dialstate.load_config(conn).of(row["form_type"]) if action["action"] == "dispose" else None
     if action["action"] == "dispose" and str(action.get("reason") or "").strip().lower() in config.dnd_reasons:
         number = compliance.number_of(row["phone_number"], config)
         if number is not None:
@@ -101,7 +101,7 @@ def apply_held(conn, oli_id, now):
         return "failed"
     if dialstate.is_live(row):
         return "live"
-    dialstate.apply_latest_pending(conn, row, now, dialstate.load_config(conn), "sweep")
+    dialstate.apply_latest_pending(conn, row, now, dialstate.load_config(conn).of(row["form_type"]), "sweep")
     return "applied"
 
 

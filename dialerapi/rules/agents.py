@@ -9,6 +9,7 @@ fall-back night it was.
 """
 
 import re
+from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import inserted_id, queries
@@ -230,3 +231,65 @@ def resume(conn, agent_id):
     queries.set_pause(conn, agent_id=agent_id, pause_code=None, reason_note=None)
     agent_states.record(conn, [agent_id])
     return {"agent_id": agent_id}
+
+
+KEEP = object()
+
+
+def wrapup_until(seconds, now, tz):
+    """When a wrap-up of `seconds` (elapsed time) from `now` (wall-clock in `tz`) ends; None for 0 (no wrap-up)."""
+    return clock.after(now, timedelta(seconds=seconds), tz) if seconds else None
+
+
+def set_availability(conn, agent_id, *, panel_active=None, ami_idle=None, wrapup_until=KEEP):
+    """Record what the panel and the engine know of an agent: panel connected, AMI idle, wrap-up end.
+
+    None (the default) leaves panel_active / ami_idle as they are; wrapup_until is written when
+    given (None = not in wrap-up), otherwise kept. A change is recorded in the agent state history
+    (agent_states.record, issue #49) in the same transaction.
+    """
+    queries.set_availability(conn, agent_id=agent_id, panel_active=panel_active, ami_idle=ami_idle,
+                             set_wrapup=wrapup_until is not KEEP,
+                             wrapup_until=None if wrapup_until is KEEP else wrapup_until)
+    agent_states.record(conn, [agent_id])
+
+
+def lock_agent(conn, agent_id):
+    """SELECT ... FOR UPDATE the sales_agents row of `agent_id`, with `skills` and `priorities` as lists.
+
+    Raises agents.UnknownAgent.
+    """
+    agent = queries.lock_agent(conn, agent_id=agent_id)
+    if agent is None:
+        raise UnknownAgent(agent_id)
+    return with_lists(agent)
+
+
+def _free_agents(conn, now):
+    agents = [with_lists(agent) for agent in queries.available_agents(conn, ahead=False)]
+    return [agent for agent in agents if dialstate.unavailable_reason(agent, now) is None]
+
+
+def bridge(conn, oli_id, now):
+    """Predictive: the customer of a live lead answered; pick a free agent with the lead's skill and priority.
+
+    The first bridge of a reservation is when the customer answered (abandons.mark_answered).
+    Returns the agent id (the agent is marked AMI-busy so no other call is bridged to them), or
+    None when nobody matching is free: the call holds. Raises dialstate.UnknownLead, and
+    dialstate.NotLive when the lead is not on a call.
+    """
+    lead = dialstate.lock_lead(conn, oli_id)
+    if not dialstate.is_live(lead):
+        raise dialstate.NotLive(oli_id)
+    abandons.mark_answered(conn, lead, now)
+    for agent in _free_agents(conn, now):
+        if lead["form_type"] not in agent["skills"]:
+            continue
+        if agent["priorities"] and lead["priority_id"] not in agent["priorities"]:
+            continue
+        locked = lock_agent(conn, agent["id"])
+        # Read without a lock above: check again on the locked row before taking the agent.
+        if dialstate.unavailable_reason(locked, now) is None:
+            set_availability(conn, locked["id"], ami_idle=False)
+            return locked["id"]
+    return None

@@ -1,7 +1,7 @@
 """Reference data read by the API: the pause-reason catalog and the push priority rules."""
 
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import dialstate
+from dialerapi.rules import campaigns, dialstate
 
 NOTE_MAX_WORDS = 12
 NOTE_MAX_CHARS = 80
@@ -50,4 +50,5 @@ def push_context(conn):
         for row in rows
         if row["id"] is not None
     }
-    return priorities, dialstate.config_from_row(rows[0])
+    generation = rows[0].pop("campaigns_generation")
+    return priorities, campaigns.attach(conn, dialstate.config_from_row(rows[0]), generation)

@@ -15,6 +15,12 @@ lease runs out. Functions take the connection first and run in the caller's tran
 rows are locked with FOR UPDATE SKIP LOCKED, so two engines claiming at once never get the same
 lead, and a claim answers None only when nothing it may take is due and unreserved.
 
+No outbound claim takes a lead of a campaign (its form_type, issue #67) that is paused, ended or
+closed by its calendar, nor a predictive one of a campaign with predictive off (rules.campaigns:
+NotClaimable with that reason when every campaign a claim could take refuses); each lead is judged
+by its campaign's settings (config.of), and its campaign's state is read again under the claim's
+shared lock (campaigns.check_locked), so no claim of a campaign commits after its pause commits.
+
 No claim reserves a lead whose phone is on the do-not-call list, nor (with obey_calling_window)
 one outside its customer's calling window (rules/compliance.py, issue #30): the candidate reads
 leave them out (`_candidates`, at a cost that does not grow with the leads listed or asleep), and
@@ -24,12 +30,11 @@ the zone of `now`; it places `now` in the customers' zones.
 """
 
 import threading
-from datetime import timedelta
 
-from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries, union_all
-from dialerapi.rules import abandons, agent_states, callbacks, compliance, contact_caps, dialstate, lead_events
-from dialerapi.rules.agents import UnknownAgent, with_lists
+from dialerapi.rules import abandons, callbacks, campaigns, compliance, contact_caps, dialstate, lead_events
+from dialerapi.rules.agents import (  # noqa: F401 - claims.NAME, as callers know them
+    KEEP, bridge, lock_agent, set_availability, wrapup_until)
 from dialerapi.rules.events import notify
 
 # Candidates read per form_type (and call zone) in the first window; each later window is
@@ -55,24 +60,15 @@ class NotClaimable(Exception):
     number_in_call (figures {"oli_id_in_call"}: another lead with the number is live, issue #65),
     and abandon_limit for a predictive claim whose
     form_types are all over the abandon limit (HTTP 409 `not_claimable`; `figures` holds
-    {"abandons": [summary of each form_type]}, rules.abandons).
+    {"abandons": [summary of each form_type]}, rules.abandons); campaign_paused, campaign_ended,
+    campaign_closed and predictive_off when every campaign the claim could take refuses it
+    (figures {"campaigns": [campaigns.status of each]}, issue #67).
     """
 
     def __init__(self, reason, **figures):
         super().__init__(reason)
         self.reason = reason
         self.figures = figures
-
-
-def lock_agent(conn, agent_id):
-    """SELECT ... FOR UPDATE the sales_agents row of `agent_id`, with `skills` and `priorities` as lists.
-
-    Raises agents.UnknownAgent.
-    """
-    agent = queries.lock_agent(conn, agent_id=agent_id)
-    if agent is None:
-        raise UnknownAgent(agent_id)
-    return with_lists(agent)
 
 
 def _candidates(conn, wanted, now, config, max_rows, zones, tz=None, agent_id=None):
@@ -82,7 +78,8 @@ def _candidates(conn, wanted, now, config, max_rows, zones, tz=None, agent_id=No
     Bucket by bucket, due-first within a bucket across form_types and call zones; the first
     `max_rows` of each form_type at least. The second value is True when no read was cut.
     Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry
-    rules 2). `zones`: the ids of the call zones open now (compliance.open_zone_ids), None for every zone.
+    rules 2). `zones`: {form_type: the ids of the call zones open now by its campaign's calling window
+    (compliance.open_zones), None for every zone}, or one such value for them all.
 
     With the window obeyed, a form_type's due order is read as far as without it, each lead marked
     lawful or not: where its first due leads are in open zones, that is all it takes. A form_type
@@ -95,21 +92,22 @@ def _candidates(conn, wanted, now, config, max_rows, zones, tz=None, agent_id=No
     `agent_id` (a progressive claim), that agent's own due ones of these form_types are read in the
     same statement and come first (bucket 0), whatever the agent's priority list.
     """
-    callbacks_open = _callbacks_open(now, config)
-    fallback = callbacks.fallback_params(now, config, tz)
-    common = {form_type: {"form_type": form_type, "now": now, "callbacks_open": callbacks_open,
+    if not isinstance(zones, dict):
+        zones = {form_type: zones for form_type, _ in wanted}
+    own_configs = {form_type: config.of(form_type) for form_type, _ in wanted}
+    common = {form_type: {"form_type": form_type, "now": now, "callbacks_open": _callbacks_open(now, own_configs[form_type]),
                           "all_priorities": not priorities, "priorities": tuple(priorities) or (0,),
-                          "max_rows": max_rows, **fallback}
+                          "max_rows": max_rows, **callbacks.fallback_params(now, own_configs[form_type], tz)}
               for form_type, priorities in wanted}
     # The owner's read starts at one row (the first is nearly always taken) and grows as the others do.
-    own = callbacks.owner_read(agent_id, [form_type for form_type, _ in wanted], now, callbacks_open, zones,
-                               max(1, max_rows // CANDIDATES))
-    if zones is None:
-        reads = [(queries.due_candidates, {**params, "any_zone": True, "zone_ids": (0,)}) for params in common.values()]
-        candidates, complete, _ = _read(conn, own + reads, max_rows)
-        return _in_claim_order(candidates, now), complete
-    by_zone = [form_type for form_type in common if _by_zone.get(form_type) == zones]
-    heads = [(queries.due_candidates, {**params, "any_zone": False, "zone_ids": zones})
+    open_skills = [form_type for form_type in common if common[form_type]["callbacks_open"]]
+    owner_zones = {zones[form_type] for form_type in open_skills}
+    own = callbacks.owner_read(agent_id, open_skills, now, bool(open_skills),
+                               owner_zones.pop() if len(owner_zones) == 1 else None, max(1, max_rows // CANDIDATES))
+    zoned = [form_type for form_type in common if zones[form_type] is not None]
+    by_zone = [form_type for form_type in zoned if _by_zone.get(form_type) == zones[form_type]]
+    heads = [(queries.due_candidates, {**params, "any_zone": zones[form_type] is None,
+                                       "zone_ids": zones[form_type] or (0,)})
              for form_type, params in common.items() if form_type not in by_zone]
     candidates, complete, sparse = _read(conn, own + heads + _zone_reads(common, by_zone, zones), max_rows)
     if None in sparse:
@@ -117,7 +115,7 @@ def _candidates(conn, wanted, now, config, max_rows, zones, tz=None, agent_id=No
         candidates += _own_lawful(conn, own)
     if sparse:
         with _by_zone_lock:
-            _by_zone.update((form_type, zones) for form_type in sparse)
+            _by_zone.update((form_type, zones[form_type]) for form_type in sparse)
         more, more_complete, _ = _read(conn, _zone_reads(common, sparse, zones), max_rows)
         candidates += more
         complete = complete and more_complete
@@ -143,7 +141,7 @@ def _callbacks_open(now, config):
 
 def _zone_reads(common, form_types, zones):
     return [(queries.due_candidates_in_zone, {**common[form_type], "zone_id": zone_id})
-            for form_type in form_types for zone_id in zones]
+            for form_type in form_types for zone_id in zones[form_type]]
 
 
 def _read(conn, reads, max_rows):
@@ -177,7 +175,30 @@ def _in_claim_order(rows, now):
     return [row["id"] for row in rows]
 
 
+class _Refused(Exception):
+    """The campaign of a locked candidate was paused or ended after the claim read its config."""
+
+    def __init__(self, form_type, reason):
+        super().__init__(reason)
+        self.form_type, self.reason = form_type, reason
+
+
 def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
+    """_lock_first_due_of, passing over a form_type whose campaign the locked read finds paused or
+    ended (campaigns.check_locked); NotClaimable with that reason when none is left."""
+    while True:
+        try:
+            return _lock_first_due_of(conn, wanted, now, config, tz, agent_id)
+        except _Refused as refused:
+            wanted = [pair for pair in wanted if pair[0] != refused.form_type]
+            if not wanted:
+                state = campaigns.PAUSED if refused.reason == campaigns.CAMPAIGN_PAUSED else campaigns.ENDED
+                raise NotClaimable(refused.reason, campaigns=[{
+                    **campaigns.status(config, refused.form_type, now, tz), "state": state, "open": False,
+                    "closed_reason": state}]) from None
+
+
+def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None):
     """Lock and return the first due, unreserved lead of `wanted` ((form_type, allowed priority_ids)
     pairs, as `_candidates` takes them) in claim order, or None.
 
@@ -195,7 +216,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
     (None, None).
     """
     tried, held = set(), []
-    zones = compliance.open_zone_ids(conn, now, tz, config)
+    zones = compliance.open_zones(conn, wanted, now, tz, config)
     max_rows = CANDIDATES
     while True:
         ids, complete = _candidates(conn, wanted, now, config, max_rows, zones, tz, agent_id)
@@ -212,7 +233,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
             if claimable:
                 return row, ticket
         if complete:
-            fresh = compliance.open_zone_ids(conn, now, tz, config, reload=True)
+            fresh = compliance.open_zones(conn, wanted, now, tz, config, reload=True)
             if fresh == zones:
                 break
             zones, max_rows = fresh, CANDIDATES
@@ -232,11 +253,15 @@ def _claimable(conn, row, now, tz, config, agent_id):
     lead whose number is live through another lead is passed over, not held: it is due again when
     that call ends (issue #65: one live call per number)."""
     in_call = row.pop("number_in_call")
+    floor, config = config, config.of(row["form_type"])
     if not dialstate.is_due(row, now, config) or callbacks.kept_from(row, agent_id, now, config, tz):
         return False, None
     if compliance.refusal(conn, row, now, tz, config) is not None or in_call is not None:
         return False, None
-    hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps)
+    reason = campaigns.check_locked(conn, row["form_type"])
+    if reason is not None:
+        raise _Refused(row["form_type"], reason)
+    hit, ticket = contact_caps.check(conn, row, now, tz, floor.contact_caps)
     if hit is not None:
         lead_events.held(conn, contact_caps.hold(conn, row, hit, now, tz), now, hit.cap, hit.until)
         return False, None
@@ -274,8 +299,8 @@ def claim_next(conn, agent_id, now, tz=None):
     reason = dialstate.unavailable_reason(agent, now)
     if reason:
         raise NotClaimable(reason)
-    row, ticket = _lock_first_due(conn, [(skill, agent["priorities"]) for skill in agent["skills"]], now, config,
-                                  _zone(tz, config), agent["id"])
+    wanted = _open([(skill, agent["priorities"]) for skill in agent["skills"]], now, tz, config)
+    row, ticket = _lock_first_due(conn, wanted, now, config, _zone(tz, config), agent["id"])
     if row is None:
         return None
     return _claim(conn, row, ticket, now, tz, agent["id"])
@@ -305,7 +330,8 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
     skills = _free_skills(conn, now, ahead, form_type, config)
     if not skills:
         raise NotClaimable(NO_FREE_AGENT)
-    wanted = [(row["form_type"], _priorities(row)) for row in skills]
+    wanted = _open([(row["form_type"], _priorities(row)) for row in skills], now, tz, config, predictive=True)
+    skills = [row for row in skills if row["form_type"] in dict(wanted)]
     held = abandons.held_form_types(skills, config)
     if held:
         wanted = [(skill, priorities) for skill, priorities in wanted if skill not in held]
@@ -317,6 +343,17 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
         return None
     abandons.mark_predictive(conn, row)
     return _claim(conn, row, ticket, now, tz)
+
+
+def _open(wanted, now, tz, config, predictive=False):
+    """`wanted` without the form_types whose campaign refuses an outbound claim now (campaigns.refusal,
+    issue #67). Raises NotClaimable with the first one's reason and figures {"campaigns":
+    [campaigns.status of each]} when it refuses them all."""
+    kept, refused = campaigns.open_form_types(wanted, now, config, predictive)
+    if refused and not kept:
+        raise NotClaimable(refused[0][1], campaigns=[campaigns.status(config, form_type, now, tz)
+                                                     for form_type, _ in refused])
+    return kept
 
 
 def _zone(tz, config):
@@ -343,36 +380,6 @@ def _free_skills(conn, now, ahead, form_type, config):
 
 def _priorities(row):
     return [] if row["all_priorities"] else [int(p) for p in row["priorities"].split(";")]
-
-
-def _free_agents(conn, now):
-    agents = [with_lists(agent) for agent in queries.available_agents(conn, ahead=False)]
-    return [agent for agent in agents if dialstate.unavailable_reason(agent, now) is None]
-
-
-def bridge(conn, oli_id, now):
-    """Predictive: the customer of a live lead answered; pick a free agent with the lead's skill and priority.
-
-    The first bridge of a reservation is when the customer answered (abandons.mark_answered).
-    Returns the agent id (the agent is marked AMI-busy so no other call is bridged to them), or
-    None when nobody matching is free: the call holds. Raises dialstate.UnknownLead, and
-    dialstate.NotLive when the lead is not on a call.
-    """
-    lead = dialstate.lock_lead(conn, oli_id)
-    if not dialstate.is_live(lead):
-        raise dialstate.NotLive(oli_id)
-    abandons.mark_answered(conn, lead, now)
-    for agent in _free_agents(conn, now):
-        if lead["form_type"] not in agent["skills"]:
-            continue
-        if agent["priorities"] and lead["priority_id"] not in agent["priorities"]:
-            continue
-        locked = lock_agent(conn, agent["id"])
-        # Read without a lock above: check again on the locked row before taking the agent.
-        if dialstate.unavailable_reason(locked, now) is None:
-            set_availability(conn, locked["id"], ami_idle=False)
-            return locked["id"]
-    return None
 
 
 def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None, customer_request=False):
@@ -408,6 +415,11 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     in_call = row.pop("number_in_call")
     if row["isReserved"]:
         raise NotClaimable("lead_in_flight")
+    if call_type != "inbound":
+        reason = campaigns.refusal(config, row["form_type"], now) or campaigns.check_locked(conn, row["form_type"])
+        if reason:
+            raise NotClaimable(reason, campaigns=[campaigns.status(config, row["form_type"], now, tz)])
+    config = config.of(row["form_type"])
     reason = compliance.refusal(conn, row, now, _zone(tz, config), config, call_type)
     if reason:
         raise NotClaimable(reason)
@@ -417,24 +429,3 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     if hit is not None:
         raise NotClaimable(contact_caps.CONTACT_CAP, **contact_caps.refusal_figures(hit))
     return _claim(conn, row, ticket, now, tz, agent["id"])
-
-
-KEEP = object()
-
-
-def wrapup_until(seconds, now, tz):
-    """When a wrap-up of `seconds` (elapsed time) from `now` (wall-clock in `tz`) ends; None for 0 (no wrap-up)."""
-    return clock.after(now, timedelta(seconds=seconds), tz) if seconds else None
-
-
-def set_availability(conn, agent_id, *, panel_active=None, ami_idle=None, wrapup_until=KEEP):
-    """Record what the panel and the engine know of an agent: panel connected, AMI idle, wrap-up end.
-
-    None (the default) leaves panel_active / ami_idle as they are; wrapup_until is written when
-    given (None = not in wrap-up), otherwise kept. A change is recorded in the agent state history
-    (agent_states.record, issue #49) in the same transaction.
-    """
-    queries.set_availability(conn, agent_id=agent_id, panel_active=panel_active, ami_idle=ami_idle,
-                             set_wrapup=wrapup_until is not KEEP,
-                             wrapup_until=None if wrapup_until is KEEP else wrapup_until)
-    agent_states.record(conn, [agent_id])

@@ -86,6 +86,19 @@ def open_zone_ids(conn, now, tz, config, reload=False):
         if phones.window_open(names, moment, config.calling_window_start, config.calling_window_end, tz)))
 
 
+def open_zones(conn, wanted, now, tz, config, reload=False):
+    """{form_type: open_zone_ids by its campaign's calling window (config.of, issue #67)} of the
+    form_types of `wanted` ((form_type, priorities) pairs), worked out once per window."""
+    by_window, zones = {}, {}
+    for form_type, _ in wanted:
+        own = config.of(form_type)
+        window = (own.obey_calling_window, own.calling_window_start, own.calling_window_end)
+        if window not in by_window:
+            by_window[window] = open_zone_ids(conn, now, tz, own, reload and not by_window)
+        zones[form_type] = by_window[window]
+    return zones
+
+
 def refusal(conn, row, now, tz, config, call_type=None):
     """Why the locked sales_master `row` may not be claimed now, or None.
 
@@ -169,7 +182,7 @@ def lead_facts(conn, leads, config, stored=None):
             zone_sets.append(None)
             known[len(numbers) - 1] = row["call_zone_id"]
             continue
-        number, names = phone_facts(lead["phone_number"], config)
+        number, names = phone_facts(lead["phone_number"], config.of(lead.get("form_type")))
         numbers.append(number)
         zone_sets.append(names)
     present = sorted({number for number in numbers if number is not None})

@@ -143,7 +143,7 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
     if agent_id is not None and not queries.agent_exists(conn, agent_id=agent_id):
         raise UnknownAgent(agent_id)
     check_reservation(row, reservation_id)
-    config = load_config(conn)
+    config = load_config(conn).of(row["form_type"])
     answered_at, connected_at = abandons.call_moments(row)
     verdict = abandons.judge(outcome, answered_at, connected_at, tz, config)
     attempt = dict(
@@ -254,7 +254,7 @@ def release(conn, oli_id, now, *, tz, grace_minutes, release_retry_ms, reservati
     """
     row = lock_lead(conn, oli_id)
     check_reservation(row, reservation_id)
-    config = load_config(conn)
+    config = load_config(conn).of(row["form_type"])
     changes = hangup_changes(row, "originate_failed", now, config, tz, release_retry_ms=release_retry_ms)
     return end_call(conn, row, changes, now, config, tz=tz, grace_minutes=grace_minutes,
                     tell=lambda ended: lead_events.released(conn, row, ended, now), applied_by="release")

@@ -8,7 +8,7 @@ form_type); this is what it paces on. Read in one snapshot (plumbing.db.Database
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import abandons, callbacks, contact_caps, dialstate
+from dialerapi.rules import abandons, callbacks, campaigns, contact_caps, dialstate
 # An agent's state on the floor, from dialstate.unavailable_reason (the one rule of who may take a
 # call), in that rule's order: the first reason that applies names the state.
 from dialerapi.rules.agent_states import STATES
@@ -33,7 +33,9 @@ def floor_state(conn, now, form_type, tz):
     (rules.abandons.summary, issue #37), "personal_callbacks": {"owner_free", "owner_busy",
     "past_fallback"} (the due personal callbacks, rules.callbacks.floor_counts, issue #40: only
     past_fallback ones may go to any agent; leads_due counts them all), "leads_waiting_on_caps":
-    unreserved leads a claim held for a contact cap, still due when it frees them (issue #50)},
+    unreserved leads a claim held for a contact cap, still due when it frees them (issue #50),
+    "campaign": its campaign now (campaigns.status: state, open, closed_reason, restriction_note,
+    next_open_at, predictive; issue #67)},
     ...]} in form_type order; "floor_abandons": the same
     windows summed over those form_types (zeros with none). A form_type no agent has
     appears only when asked for by name (its agents all 0). Due callbacks count only inside the
@@ -67,6 +69,7 @@ def floor_state(conn, now, form_type, tz):
             "abandons": abandons.summary(windows, pending, config),
             "personal_callbacks": personal.get(name, dict.fromkeys(callbacks.FLOOR_COUNTS, 0)),
             "leads_waiting_on_caps": capped.get(name, 0),
+            "campaign": campaigns.status(config, name, now, tz),
         })
     return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP,
             "work_window": work_window(now, config, tz),

@@ -17,6 +17,9 @@ it exists exactly when its change committed, whichever host, process or Galera n
 | lead.do_not_call_removed  | the lead's number came off the list (`dnc remove`)                 |
 | lead.held                 | a claim held the lead: its number is at a contact cap until `frees_at` |
 | lead.hold_ended           | a held lead is due again before its time: an attempt of its number was given back |
+| campaign.updated          | a campaign's settings or state changed (rules.campaigns; oli_id and data_id null) |
+| campaign.paused           | a campaign was paused                                              |
+| campaign.resumed          | a campaign was resumed                                             |
 
 Events take their place in the feed (`seq`) once committed, from one sequencer at a time
 (`sequence`): a reader that saw place N has seen every place below it. Functions take the
@@ -42,8 +45,13 @@ DO_NOT_CALL = "lead.do_not_call"
 DO_NOT_CALL_REMOVED = "lead.do_not_call_removed"
 HELD = "lead.held"
 HOLD_ENDED = "lead.hold_ended"
+# A campaign's changes (issue #67, rules.campaigns) travel the same feed and webhooks, about no lead.
+CAMPAIGN_UPDATED = "campaign.updated"
+CAMPAIGN_PAUSED = "campaign.paused"
+CAMPAIGN_RESUMED = "campaign.resumed"
+CAMPAIGN_TYPES = (CAMPAIGN_UPDATED, CAMPAIGN_PAUSED, CAMPAIGN_RESUMED)
 TYPES = (CALL_ENDED, DISPOSED, CALLBACK_APPLIED, CALLBACK_FELL_BACK, RELEASED, DO_NOT_CALL, DO_NOT_CALL_REMOVED, HELD,
-         HOLD_ENDED)
+         HOLD_ENDED) + CAMPAIGN_TYPES
 
 EVENT_PREFIX = "evt_"
 SEQ_COUNTER = "lead_event_seq"
@@ -71,8 +79,14 @@ def lead_state(row):
     }
 
 
-def _utc_now():
+def utc_now():
+    """The service clock's instant now, naive UTC to the second, as events and histories store it."""
     return clock.utcnow().replace(tzinfo=None, microsecond=0)
+
+
+# The row an event about no lead is written with (a campaign's, rules.campaigns): the feed shows
+# its oli_id and data_id as null.
+NO_LEAD = {"id": 0, "oli_id": "", "data_id": ""}
 
 
 def record(conn, event_type, row, now, data, dedupe_key=None):
@@ -81,13 +95,13 @@ def record(conn, event_type, row, now, data, dedupe_key=None):
     With `dedupe_key`, a second event of the same key raises pymysql IntegrityError."""
     queries.insert_lead_event(
         conn, type=event_type, lead_id=row["id"], oli_id=row["oli_id"], data_id=row["data_id"], occurred_at=now,
-        occurred_at_utc=_utc_now(), body=json.dumps(data, separators=(",", ":")), dedupe_key=dedupe_key)
+        occurred_at_utc=utc_now(), body=json.dumps(data, separators=(",", ":")), dedupe_key=dedupe_key)
 
 
 def record_many(conn, event_type, rows, now, data_of):
     """One event of `event_type` for each master row of `rows`, its body `data_of(row)`, in one statement."""
     if rows:
-        utc = _utc_now()
+        utc = utc_now()
         queries.insert_lead_events(conn, [
             (event_type, row["id"], row["oli_id"], row["data_id"], now, utc,
              json.dumps(data_of(row), separators=(",", ":")), None) for row in rows])
@@ -226,8 +240,8 @@ def public_event(row):
     UTC), occurred_at_local ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), oli_id, data_id, data}."""
     return {"id": f"{EVENT_PREFIX}{row['id']}", "type": row["type"],
             "occurred_at": clock.format_utc(row["occurred_at_utc"]),
-            "occurred_at_local": wall_text(row["occurred_at"]), "oli_id": row["oli_id"], "data_id": row["data_id"],
-            "data": json.loads(row["body"])}
+            "occurred_at_local": wall_text(row["occurred_at"]), "oli_id": row["oli_id"] or None,
+            "data_id": row["data_id"] or None, "data": json.loads(row["body"])}
 
 
 def feed(conn, after, limit):

@@ -50,7 +50,8 @@ def push_leads(conn, leads, now, tz, config):
     `leads` are dicts as loaded by sides.crm.schemas.load_push: oli_id, phone_number (digits),
     client_name, form_type, priority_id, callback_scheduled_at (naive DB_TIMEZONE datetime or
     None) and callback_scheduled_at_sent (the raw value, echoed back). `now` is wall-clock time in
-    `tz` (DB_TIMEZONE); `config` is the dialstate.DialerConfig.
+    `tz` (DB_TIMEZONE); `config` is the dialstate.DialerConfig with the campaigns: each lead's own
+    (config.of its form_type, issue #67) gives its next_retry_at and the region its number is read in.
 
     A new oli_id is inserted with the push reset; an existing one that is not live gets its contact
     fields and the push reset; a live one (Calling + isReserved) is not touched and reports its
@@ -69,9 +70,16 @@ def push_leads(conn, leads, now, tz, config):
         return []
     existing = {row["oli_id"]: row for row in queries.lock_leads(conn, oli_ids=sorted({l["oli_id"] for l in leads}))}
     stamps = (now, now)
-    pending_reset = dialstate.push_reset(data_id=None, callback_scheduled_at=None,
-                                         next_retry_at=dialstate.push_next_retry_at(now, config, tz))
-    pending_tail = (Literal.joined(tuple(pending_reset[column] for column in RESET_COLUMNS) + stamps),)
+    pending_tails = {}
+
+    def pending_tail(form_type):
+        # The push reset of a lead without a callback time depends on its campaign's calendar only.
+        if form_type not in pending_tails:
+            reset = dialstate.push_reset(data_id=None, callback_scheduled_at=None,
+                                         next_retry_at=dialstate.push_next_retry_at(now, config.of(form_type), tz))
+            pending_tails[form_type] = (Literal.joined(tuple(reset[column] for column in RESET_COLUMNS) + stamps),)
+        return pending_tails[form_type]
+
     facts = compliance.lead_facts(conn, leads, config, existing)
     rows = {}
     results = []
@@ -84,7 +92,7 @@ def push_leads(conn, leads, now, tz, config):
         data_id = str(uuid.uuid4())
         status = UPDATED if current is not None or oli_id in rows else INSERTED
         if lead["callback_scheduled_at"] is None:
-            tail = pending_tail
+            tail = pending_tail(lead["form_type"])
         else:
             reset = dialstate.push_reset(data_id=data_id, callback_scheduled_at=lead["callback_scheduled_at"],
                                          next_retry_at=None)

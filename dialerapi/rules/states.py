@@ -10,14 +10,18 @@ All datetimes are naive wall-clock values in DB_TIMEZONE (decisions.md D2); `tz`
 
 import math
 import uuid
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
-from dialerapi.plumbing.db import queries
-from dialerapi.rules.contact_caps import caps_from_json
+from dialerapi.rules.dialer_config import (  # noqa: F401 - reachable as states.NAME and dialstate.NAME
+    ABANDON_SETTINGS,
+    DialerConfig,
+    config_from_row,
+    fixed_config,
+    load_config,
+    missing_config,
+    parse_outcome_retries,
+)
 
 PENDING = "Pending"
 CALLBACK = "Callback"
@@ -83,134 +87,6 @@ class UnknownAgent(LookupError):
     """No agent has this employee id (HTTP 404 `unknown_agent`)."""
 
 
-@dataclass(frozen=True)
-class DialerConfig:
-    """The one row of sales_dialer_config (decisions.md D1); times of day are wall-clock in DB_TIMEZONE."""
-
-    isMaintainance: bool
-    outbound_obey_work_hours: bool
-    retry_pattern: tuple
-    retry_seconds: int
-    max_tries: int
-    work_start: time
-    work_end: time
-    disposed_priority_id: int
-    # Issue #30: the customer's calling window (obeyed only when obey_calling_window), the region
-    # that reads national numbers, the disposition reasons that list a phone, and whether an
-    # inbound call of a listed phone may be claimed.
-    obey_calling_window: bool = False
-    calling_window_start: time = time(9)
-    calling_window_end: time = time(21)
-    phone_default_region: str = "IN"
-    dnd_reasons: tuple = ("dnd",)
-    dnc_allow_inbound: bool = False
-    # Issue #37: the abandon rate's limit and how it is counted (rules.abandons). The push reads
-    # the config without them (get_push_context) and gets these defaults, which it never uses.
-    enforce_abandon_limit: bool = True
-    abandon_limit: float = 0.03
-    abandon_period: str = "30d"
-    abandon_min_answered: int = 50
-    abandon_connect_seconds: int = 2
-    # Issue #40: how long a due personal callback waits for its owner (rules.callbacks); None never.
-    personal_callback_fallback_minutes: int = 30
-    # Issue #50: {outcome: (delay_seconds or None, max_attempts or None)} of the outcomes with a
-    # retry rule of their own, and the share of machine outcomes counted as live (Ofcom).
-    outcome_retries: tuple = ()
-    amd_false_positive_share: float = 0.0
-    # The enabled contact caps (rules.contact_caps.Cap), read with the config by every claim.
-    contact_caps: tuple = ()
-
-    def retry_rule(self, outcome):
-        """(delay_seconds, max_attempts) of `outcome`'s own retry rule, each None when not set."""
-        for name, delay, most in self.outcome_retries:
-            if name == outcome:
-                return delay, most
-        return None, None
-
-
-def _time_of_day(value):
-    # PyMySQL returns TIME columns as timedelta since midnight.
-    if isinstance(value, timedelta):
-        return (datetime.min + value).time()
-    return value
-
-
-# The DialerConfig that load_config answers without a read, inside fixed_config.
-_fixed_config = ContextVar("dialerapi_fixed_config", default=None)
-
-
-def load_config(conn):
-    """Read sales_dialer_config row 1 as a DialerConfig (inside `fixed_config`, its config, unread).
-    Raises LookupError when the row is missing."""
-    fixed = _fixed_config.get()
-    if fixed is not None:
-        return fixed
-    row = queries.get_dialer_config(conn)
-    if row is None:
-        raise missing_config()
-    return config_from_row(row)
-
-
-@contextmanager
-def fixed_config(config):
-    """Inside the block, in this thread, load_config answers the DialerConfig `config` without
-    reading it. For a caller that knows nobody changes the settings meanwhile: the floor simulator
-    in its own schema (issue #52; a read in every transaction was a fifth of a run). The service
-    itself reads them in each transaction, so a `dialerapi config set` applies at once."""
-    token = _fixed_config.set(config)
-    try:
-        yield config
-    finally:
-        _fixed_config.reset(token)
-
-
-def missing_config():
-    return LookupError("sales_dialer_config has no row with id = 1: run `dialerapi db upgrade`")
-
-
-# The abandon settings of sales_dialer_config (migration 0014) and their Python types.
-ABANDON_SETTINGS = {"enforce_abandon_limit": bool, "abandon_limit": float, "abandon_period": str,
-                    "abandon_min_answered": int, "abandon_connect_seconds": int}
-
-
-def config_from_row(row):
-    """A DialerConfig from a row holding the columns of sales_dialer_config."""
-    return DialerConfig(
-        isMaintainance=bool(row["isMaintainance"]),
-        outbound_obey_work_hours=bool(row["outbound_obey_work_hours"]),
-        retry_pattern=tuple(int(n) for n in str(row["retry_pattern"]).split(",") if n.strip()),
-        retry_seconds=int(row["retry_seconds"]),
-        max_tries=int(row["max_tries"]),
-        work_start=_time_of_day(row["work_start"]),
-        work_end=_time_of_day(row["work_end"]),
-        disposed_priority_id=int(row["disposed_priority_id"]),
-        obey_calling_window=bool(row["obey_calling_window"]),
-        calling_window_start=_time_of_day(row["calling_window_start"]),
-        calling_window_end=_time_of_day(row["calling_window_end"]),
-        phone_default_region=str(row["phone_default_region"]).strip().upper(),
-        dnd_reasons=tuple(r.strip().lower() for r in str(row["dnd_reasons"]).split(",") if r.strip()),
-        dnc_allow_inbound=bool(row["dnc_allow_inbound"]),
-        **{name: kind(row[name]) for name, kind in ABANDON_SETTINGS.items() if name in row},
-        **({"personal_callback_fallback_minutes": row["personal_callback_fallback_minutes"]}
-           if "personal_callback_fallback_minutes" in row else {}),
-        outcome_retries=parse_outcome_retries(row.get("outcome_retries")),
-        amd_false_positive_share=float(row.get("amd_false_positive_share") or 0),
-        contact_caps=caps_from_json(row.get("contact_caps")),
-    )
-
-
-def parse_outcome_retries(text):
-    """((outcome, delay_seconds or None, max_attempts or None), ...) from the
-    "outcome:delay:max;..." that get_dialer_config reads dialerapi_outcome_retries into."""
-    rules = []
-    for part in (text or "").split(";"):
-        if part:
-            outcome, delay, most = part.split(":")
-            rules.append((outcome, int(delay) if delay else None, int(most) if most else None))
-    return tuple(sorted(rules))
-
-
-
 def is_live(row):
     """True when a master row is live on a call: dial_status Calling and isReserved 1.
 
@@ -220,7 +96,10 @@ def is_live(row):
 
 
 def in_work_window(moment, config):
-    """True when the wall-clock `moment` lies in [work_start, work_end) (a window may cross midnight)."""
+    """True when the wall-clock `moment` lies in [work_start, work_end) (a window may cross midnight),
+    or, for a campaign with a calendar (issue #67, rules.calendars), when its calendar is open."""
+    if config.calendar is not None:
+        return config.calendar.is_open(moment)
     start, end, now = config.work_start, config.work_end, moment.time()
     if start <= end:
         return start <= now < end
@@ -228,14 +107,27 @@ def in_work_window(moment, config):
 
 
 def work_start_on(day, config, tz):
-    """work_start on the date `day` as a stored wall-clock time (inside a spring-forward gap it moves forward)."""
+    """work_start on the date `day` as a stored wall-clock time (inside a spring-forward gap it moves
+    forward); for a campaign with a calendar, its first opening on that day or a later one."""
+    if config.calendar is not None:
+        opening = config.calendar.first_open_on_or_after(day, tz)
+        if opening is not None:
+            return opening
     return clock.normalize(datetime.combine(day, config.work_start), tz)
 
 
 def next_work_start(moment, config, tz):
-    """The first work_start strictly after `moment`'s time today, else tomorrow's."""
-    today = work_start_on(moment.date(), config, tz)
-    return today if moment < today else work_start_on(moment.date() + timedelta(days=1), config, tz)
+    """The first work_start strictly after `moment`'s time today, else tomorrow's; for a campaign
+    with a calendar, the next moment it opens (a finished calendar: tomorrow's work_start, and its
+    claims stay closed)."""
+    if config.calendar is not None:
+        opening = config.calendar.next_open(moment, tz)
+        if opening is not None:
+            return opening
+    today = clock.normalize(datetime.combine(moment.date(), config.work_start), tz)
+    if moment < today:
+        return today
+    return clock.normalize(datetime.combine(moment.date() + timedelta(days=1), config.work_start), tz)
 
 
 def dial_state_reset(*, data_id, dial_status, callback_scheduled_at=None, next_retry_at=None):
@@ -310,6 +202,11 @@ def retry_after_no_answer(now, first_attempt_at, call_count, config, tz):
                         work_start_on(now.date(), config, tz))
         if candidate.date() == now.date() and in_work_window(candidate, config):
             return candidate
+        if candidate.date() == now.date() and config.calendar is not None:
+            # A campaign's day may have a break (09:00-12:00, 14:00-18:00): its next interval today.
+            later = config.calendar.next_open(candidate, tz)
+            if later is not None and later.date() == now.date():
+                return later
     days_ahead = 1
     while call_count >= attempts_allowed(config, day_index + days_ahead) and days_ahead < 366:
         days_ahead += 1

@@ -14,6 +14,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from dialerapi.plumbing.db import CommitOutcomeUnknown, DatabaseUnavailable
 from dialerapi.rules.agents import UnknownAgent, UnknownExtension
+from dialerapi.rules.campaigns import UnknownCampaign
 from dialerapi.rules.claims import NotClaimable
 from dialerapi.rules.dialstate import LeadInFlight, NotLive, StaleReservation, UnknownLead
 from dialerapi.rules.engine import IdempotencyConflict
@@ -101,7 +102,7 @@ FIXED = {
     UnknownLead: (404, "unknown_oli_id"), UnknownAgent: (404, "unknown_agent"),
     UnknownExtension: (404, "unknown_extension"), LeadInFlight: (409, "lead_in_flight"),
     NotLive: (409, "lead_not_live"), StaleReservation: (409, "stale_reservation"),
-    IdempotencyConflict: (409, "idempotency_conflict"),
+    IdempotencyConflict: (409, "idempotency_conflict"), UnknownCampaign: (404, "unknown_campaign"),
 }
 
 

@@ -10,7 +10,8 @@ SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, m
        (SELECT JSON_ARRAYAGG(JSON_OBJECT('name', k.name, 'max_attempts', k.max_attempts,
                                          'window_seconds', k.window_seconds, 'region', k.region,
                                          'form_type', k.form_type))
-          FROM dialerapi_contact_caps AS k WHERE k.enabled = 1) AS contact_caps
+          FROM dialerapi_contact_caps AS k WHERE k.enabled = 1) AS contact_caps,
+       (SELECT COALESCE(MAX(g.id), 0) FROM dialerapi_campaign_changes AS g) AS campaigns_generation
 FROM sales_dialer_config
 WHERE id = 1;
 
@@ -21,7 +22,8 @@ WHERE id = 1;
 SELECT p.id, p.is_callback, p.is_active, (p.id = c.disposed_priority_id) AS is_disposed,
        c.isMaintainance, c.outbound_obey_work_hours, c.retry_pattern, c.retry_seconds, c.max_tries,
        c.work_start, c.work_end, c.disposed_priority_id, c.obey_calling_window, c.calling_window_start,
-       c.calling_window_end, c.phone_default_region, c.dnd_reasons, c.dnc_allow_inbound
+       c.calling_window_end, c.phone_default_region, c.dnd_reasons, c.dnc_allow_inbound,
+       (SELECT COALESCE(MAX(g.id), 0) FROM dialerapi_campaign_changes AS g) AS campaigns_generation
 FROM sales_dialer_config AS c
 LEFT JOIN sales_priorities AS p ON TRUE
 WHERE c.id = 1;

@@ -300,3 +300,9 @@ class LeadEventsQuery(ApiSchema):
     after = Cursor(load_default=0, metadata={**CURSOR_RANGE, "default": 0})
     limit = QueryInteger(load_default=100, validate=Range(1, 1000, error="must be 1-1000"),
                          metadata={"minimum": 1, "maximum": 1000, "default": 100})
+
+
+class CampaignPath(ApiSchema):
+    """The {form_type} of /api/campaigns/{form_type}: a campaign is a lead's form_type (issue #67)."""
+
+    form_type = Text(required=True, validate=Length(1, 64))

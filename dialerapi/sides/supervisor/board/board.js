@@ -163,6 +163,17 @@
       " · " + a.period + " " + percent(w.period.rate) + " (limit " + percent(a.limit) + ")" +
       (a.over_limit ? " OVER THE LIMIT" : "");
     el.appendChild(rates);
+    var c = ft.campaign;
+    if (c && !c.open) {
+      // Issue #67: a paused, ended or closed campaign dials none of its leads; say until when.
+      var closed = document.createElement("div");
+      closed.className = "campaign-closed";
+      closed.dataset.figure = "campaign";
+      closed.textContent = "campaign " + (c.state !== "active" ? c.state : "closed: " + c.closed_reason.replace(/_/g, " ") +
+        (c.restriction_note ? " (" + c.restriction_note + ")" : "")) + (c.next_open_at ? " until " + c.next_open_at : "");
+      el.dataset.campaign = c.closed_reason;
+      el.appendChild(closed);
+    }
     return el;
   }
 

@@ -1,0 +1,2 @@
+DROP TABLE dialerapi_campaign_changes;
+DROP TABLE dialerapi_campaigns;
