@@ -13,6 +13,7 @@ import pytest
 from conftest import ENGINE_SECRET, SUPERVISOR_SECRET, TZ, set_clock, sixteen_at_once
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules import calendars, campaign_settings, campaigns, claims, dialstate
+from dialerapi.rules.floor import floor_state
 
 NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
 SUNDAY = datetime(2026, 11, 29, 11, 0)
@@ -342,3 +343,48 @@ def _plain(app, errors):
             errors.append(repr(exc))
             return "error"
     return run
+
+
+def test_a_campaigns_config_asked_for_another_campaign_answers_that_ones_over_the_floor(run, sql):
+    """config.of is the same from the floor and from a campaign's config: settings never compound."""
+    set_campaign(run, "credit_card", retry_seconds=600, max_tries=5)
+    set_campaign(run, "home_loan", retry_seconds=1200)
+    config = run(dialstate.load_config)
+    card = config.of("credit_card")
+    assert (card.retry_seconds, card.max_tries) == (600, 5)
+    assert card.of("home_loan") is config.of("home_loan")
+    assert (card.of("home_loan").retry_seconds, card.of("home_loan").max_tries) == (1200, 20)
+    assert card.of("gold_loan") is config and config.of("credit_card") is card
+    assert run(dialstate.load_config) is config, "the same floor and generation: the same object"
+
+
+def test_each_campaign_holds_predictive_claims_by_its_own_abandon_period_and_limit(run, new_lead, floor_agent, sql):
+    """A UK campaign under Ofcom's 24 hours beside the floor's 30 days (issue #67): the same counts
+    (3 abandoned of 60 answered last evening, a clean month) hold the UK campaign's predictive
+    claims and not the floor's; a campaign with a limit of its own is held by that limit."""
+    floor_agent(501, skills=("uk_collections",))
+    floor_agent(502, skills=("home_loan",))
+    floor_agent(503, skills=("credit_card",))
+    for form_type in ("uk_collections", "home_loan", "credit_card"):
+        new_lead(f"{form_type}-1", form_type=form_type)
+        sql("INSERT INTO dialerapi_abandon_counts (grain, form_type, starts_at, node, calls, answered, abandoned)"
+            " VALUES ('h', %s, %s, 'db:3306', 80, 60, 3)", form_type, datetime(2026, 11, 22, 20, 0))
+        for day in range(1, 20):
+            sql("INSERT INTO dialerapi_abandon_counts (grain, form_type, starts_at, node, calls, answered, abandoned)"
+                " VALUES ('d', %s, %s, 'db:3306', 1200, 1000, %s)", form_type, datetime(2026, 11, 23 - day), 3 if day == 1 else 0)
+    set_campaign(run, "uk_collections", abandon_period="24h")
+    set_campaign(run, "credit_card", abandon_limit=0.0001)
+    with pytest.raises(claims.NotClaimable) as refused:
+        run(claims.claim_predictive, NOW, form_type="uk_collections", tz=TZ)
+    assert refused.value.reason == "abandon_limit"
+    (held,) = refused.value.figures["abandons"]
+    assert (held["form_type"], held["period"], held["windows"]["period"]["rate"]) == ("uk_collections", "24h", 0.05)
+    assert run(claims.claim_predictive, NOW, form_type="home_loan", tz=TZ)["oli_id"] == "home_loan-1", \
+        "3 of 19,000 over the floor's 30 days"
+    with pytest.raises(claims.NotClaimable) as refused:
+        run(claims.claim_predictive, NOW, form_type="credit_card", tz=TZ)
+    assert refused.value.figures["abandons"][0]["limit"] == 0.0001
+    floor = run(lambda conn: floor_state(conn, NOW, None, TZ))
+    periods = {row["form_type"]: (row["abandons"]["period"], row["abandons"]["windows"]["period"]["answered"])
+               for row in floor["form_types"]}
+    assert periods == {"credit_card": ("30d", 19000), "home_loan": ("30d", 19000), "uk_collections": ("24h", 60)}

@@ -150,12 +150,24 @@ def window_bounds(now, period):
             "edge_hour_end": edge_hour + timedelta(hours=1)}
 
 
+def period_bounds(now, config):
+    """window_bounds of the floor's period, with each campaign's own (issue #67): `other_period`
+    (the period that is not the floor's) for the form_types of `other_period_forms` (('',) for
+    none: no form_type is empty), and `any_24h` (whether any form_type counts over 24 hours)."""
+    other = PERIODS[1] if config.abandon_period == PERIODS[0] else PERIODS[0]
+    forms = tuple(sorted(form_type for form_type in config.campaigns
+                         if config.of(form_type).abandon_period != config.abandon_period))
+    return {**window_bounds(now, config.abandon_period), "other_period": other, "other_period_forms": forms or ("",),
+            "any_24h": "24h" in (config.abandon_period, other if forms else config.abandon_period)}
+
+
 def windows(conn, now, config):
     """{form_type: {"15m", "today", "period": figures}} at `now` (wall clock, DB_TIMEZONE), the
-    windows floor_state reports per form_type, read alone (one statement over the counts). Only
-    form_types with counts in the period are keys; every other form_type's windows are all zero."""
-    return {row["form_type"]: windows_of(row, config.amd_false_positive_share)
-            for row in queries.abandon_windows(conn, **window_bounds(now, config.abandon_period))}
+    windows floor_state reports per form_type, read alone (one statement over the counts), each
+    over its campaign's period and with its campaign's share of machines. Only form_types with
+    counts in the period are keys; every other form_type's windows are all zero."""
+    return {row["form_type"]: windows_of(row, config.of(row["form_type"]).amd_false_positive_share)
+            for row in queries.abandon_windows(conn, **period_bounds(now, config))}
 
 
 def figures_of(text, share=0.0):
@@ -197,23 +209,28 @@ def summary(form_windows, pending, config):
 
 
 def limit_params(now, config):
-    """The parameters of claims.sql free_skills' abandon counts at `now` (enforce: whether to read them)."""
-    bounds = window_bounds(now, config.abandon_period)
-    return {"enforce": config.enforce_abandon_limit, "connect_seconds": config.abandon_connect_seconds,
-            **{name: bounds[name] for name in ("today", "period", "day_from", "edge_minute", "edge_hour",
-                                               "edge_hour_end")}}
+    """The parameters of claims.sql free_skills' abandon counts at `now` (enforce: whether to read
+    them: the floor or a campaign enforces its limit), each form_type over its campaign's period."""
+    bounds = period_bounds(now, config)
+    enforced = config.enforce_abandon_limit or any(config.of(form_type).enforce_abandon_limit
+                                                   for form_type in config.campaigns)
+    return {"enforce": enforced, "connect_seconds": config.abandon_connect_seconds,
+            **{name: bounds[name] for name in ("today", "period", "other_period", "other_period_forms", "day_from",
+                                               "edge_minute", "edge_hour", "edge_hour_end")}}
 
 
 def held_form_types(rows, config):
     """{form_type: summary} of the free_skills `rows` whose predictive claims the limit holds back
-    now ({} when enforce_abandon_limit is off: the rows carry no counts then)."""
-    if not config.enforce_abandon_limit:
-        return {}
+    now, each by its campaign's rule (config.of: limit, minimum answered, share of machines,
+    enforcement; issue #67). Rows read without enforcement carry no counts and hold nothing."""
     found = {}
     for row in rows:
-        form_windows = {name: figures_of(row[name], config.amd_false_positive_share) for name in LIMIT_WINDOWS}
-        if held(form_windows, int(row["pending"]), config):
-            found[row["form_type"]] = summary(form_windows, int(row["pending"]), config)
+        own = config.of(row["form_type"])
+        if not own.enforce_abandon_limit or row["pending"] is None:
+            continue
+        form_windows = {name: figures_of(row[name], own.amd_false_positive_share) for name in LIMIT_WINDOWS}
+        if held(form_windows, int(row["pending"]), own):
+            found[row["form_type"]] = summary(form_windows, int(row["pending"]), own)
     return found
 
 

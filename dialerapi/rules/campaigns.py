@@ -32,6 +32,9 @@ PREDICTIVE_OFF = "predictive_off"
 REFUSALS = {PAUSED: CAMPAIGN_PAUSED, ENDED: CAMPAIGN_ENDED}
 UPDATED, PAUSED_EVENT, RESUMED = lead_events.CAMPAIGN_TYPES
 HISTORY_ROWS = 50
+# Floor configs a process keeps a campaign's config over at once (the claim's, the push's, and one
+# or two left from a change of the floor's settings).
+ATTACHED_KEPT = 8
 
 
 class UnknownCampaign(LookupError):
@@ -48,23 +51,27 @@ class Campaign:
         self.settings = campaign_settings.parse(row["settings"])
         self.updated_at = row["updated_at"]
         self.updated_by = row["updated_by"]
-        self._derived = (None, None)
+        self._derived = {}
         self._lock = threading.Lock()
 
     def config_over(self, floor):
         with self._lock:
-            base, derived = self._derived
-            if base is floor:
-                return derived
+            base, derived = self._derived.get(id(floor), (None, None))
+        if base is floor:
+            return derived
         values, calendar, predictive = campaign_settings.overrides(self.settings, floor)
-        derived = dataclasses.replace(floor, **values, calendar=calendar, campaign=self, predictive=predictive)
+        derived = dataclasses.replace(floor, **values, calendar=calendar, campaign=self, predictive=predictive,
+                                      floor=floor)
         with self._lock:
-            self._derived = (floor, derived)
+            kept = dict(list(self._derived.items())[-(ATTACHED_KEPT - 1):])
+            kept[id(floor)] = (floor, derived)
+            self._derived = kept
         return derived
 
 
-# (generation, the floor's DialerConfig, it with the campaigns) as this process last read them.
-_known = (None, None, None)
+# (generation, {form_type: Campaign}, {id of a floor DialerConfig: (it, it with the campaigns)}) as
+# this process last read them: the claim's and the push's floor configs each keep theirs.
+_known = (None, {}, {})
 _known_lock = threading.Lock()
 
 
@@ -76,17 +83,19 @@ def attach(conn, config, generation):
     # A process may serve more than one database (the tests, the simulator's schemas).
     generation = (getattr(conn, "host", None), getattr(conn, "port", None), getattr(conn, "db", None), generation)
     with _known_lock:
-        known_generation, floor, attached = _known
-    if known_generation == generation and floor is config:
-        return attached
+        known_generation, known, attached = _known
     if known_generation == generation:
-        known = attached.campaigns
+        floor, config_with = attached.get(id(config), (None, None))
+        if floor is config:
+            return config_with
     else:
-        known = {row["form_type"]: Campaign(row) for row in queries.all_campaigns(conn)}
-    attached = dataclasses.replace(config, campaigns=known)
+        known, attached = {row["form_type"]: Campaign(row) for row in queries.all_campaigns(conn)}, {}
+    config_with = dataclasses.replace(config, campaigns=known)
+    kept = dict(list(attached.items())[-(ATTACHED_KEPT - 1):])
+    kept[id(config)] = (config, config_with)
     with _known_lock:
-        _known = (generation, config, attached)
-    return attached
+        _known = (generation, known, kept)
+    return config_with
 
 
 def refusal(config, form_type, now, predictive=False):

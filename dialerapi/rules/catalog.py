@@ -51,4 +51,4 @@ def push_context(conn):
         if row["id"] is not None
     }
     generation = rows[0].pop("campaigns_generation")
-    return priorities, campaigns.attach(conn, dialstate.config_from_row(rows[0]), generation)
+    return priorities, campaigns.attach(conn, dialstate.floor_config(rows[0]), generation)

@@ -58,12 +58,15 @@ class DialerConfig:
     campaign: object = field(default=None, compare=False)
     predictive: bool = True
     campaigns: dict = field(default_factory=dict, compare=False, hash=False)
+    # A campaign's config: the floor's it was worked out over, which `of` asks.
+    floor: object = field(default=None, compare=False, repr=False)
 
     def of(self, form_type):
         """The DialerConfig of the leads of `form_type`: its campaign's settings over the floor's, or
-        the floor's own when it has no campaign."""
-        campaign = self.campaigns.get(form_type)
-        return self if campaign is None else campaign.config_over(self)
+        the floor's own when it has no campaign (asked of a campaign's config, the same answer)."""
+        floor = self.floor or self
+        campaign = floor.campaigns.get(form_type)
+        return floor if campaign is None else campaign.config_over(floor)
 
     def retry_rule(self, outcome):
         """(delay_seconds, max_attempts) of `outcome`'s own retry rule, each None when not set."""
@@ -84,16 +87,29 @@ def _time_of_day(value):
 _fixed_config = ContextVar("dialerapi_fixed_config", default=None)
 
 
-# (the row get_dialer_config last read, its DialerConfig): an unchanged row is not parsed again,
-# and the campaigns' configs worked out over it stay good (campaigns.Campaign.config_over).
-_floor = (None, None)
+# {the columns of a config row: (that row as last read, its DialerConfig)}: an unchanged row is not
+# parsed again, and the campaigns' configs worked out over it stay good
+# (campaigns.Campaign.config_over). The claim's read and the push's have columns of their own.
+_floors = {}
 _floor_lock = threading.Lock()
+
+
+def floor_config(row):
+    """The DialerConfig of a config `row` (get_dialer_config's or get_push_context's columns), the
+    same object as long as the row reads the same."""
+    key = frozenset(row)
+    with _floor_lock:
+        known_row, config = _floors.get(key, (None, None))
+    if known_row != row:
+        config = config_from_row(row)
+        with _floor_lock:
+            _floors[key] = (row, config)
+    return config
 
 
 def load_config(conn):
     """Read sales_dialer_config row 1 as a DialerConfig with the campaigns (inside `fixed_config`,
     its config, unread). Raises LookupError when the row is missing."""
-    global _floor
     fixed = _fixed_config.get()
     if fixed is not None:
         return fixed
@@ -101,12 +117,7 @@ def load_config(conn):
     if row is None:
         raise missing_config()
     generation = row.pop("campaigns_generation", None)
-    with _floor_lock:
-        known_row, config = _floor
-    if known_row != row:
-        config = config_from_row(row)
-        with _floor_lock:
-            _floor = (row, config)
+    config = floor_config(row)
     # Imported here: rules.campaigns works out a campaign's config with rules that read this module.
     from dialerapi.rules import campaigns
 

@@ -51,6 +51,7 @@ from dialerapi.rules.states import (  # noqa: F401 - the vocabulary, reachable a
     is_due,
     is_live,
     fixed_config,
+    floor_config,
     load_config,
     missing_config,
     new_data_id,

@@ -54,19 +54,20 @@ def floor_state(conn, now, form_type, tz):
     report = []
     rates = []
     for row in queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
-                                  probe=DUE_CAP - 1, **abandons.window_bounds(now, config.abandon_period)):
+                                  probe=DUE_CAP - 1, **abandons.period_bounds(now, config)):
         name = row["form_type"]
         reserved = int(calls[name]["reserved"]) if name in calls else 0
         connected = int(calls[name]["connected"]) if name in calls else 0
         pending = int(calls[name]["pending"]) if name in calls else 0
-        windows = abandons.windows_of(row, config.amd_false_positive_share)
+        own = config.of(name)
+        windows = abandons.windows_of(row, own.amd_false_positive_share)
         rates.append(windows)
         due = sum(int(row[bucket]) for bucket in ("callbacks", "pending", "abandoned", "not_connected"))
         report.append({
             "form_type": name, "agents": groups.get(name, dict.fromkeys(STATES.values(), 0)),
             "calls": {"reserved": reserved, "connected": connected, "not_connected": reserved - connected},
             "leads_due": min(due, DUE_CAP), "leads_due_capped": due >= DUE_CAP,
-            "abandons": abandons.summary(windows, pending, config),
+            "abandons": abandons.summary(windows, pending, own),
             "personal_callbacks": personal.get(name, dict.fromkeys(callbacks.FLOOR_COUNTS, 0)),
             "leads_waiting_on_caps": capped.get(name, 0),
             "campaign": campaigns.status(config, name, now, tz),

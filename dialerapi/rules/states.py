@@ -18,6 +18,7 @@ from dialerapi.rules.dialer_config import (  # noqa: F401 - reachable as states.
     DialerConfig,
     config_from_row,
     fixed_config,
+    floor_config,
     load_config,
     missing_config,
     parse_outcome_retries,

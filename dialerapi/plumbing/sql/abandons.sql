@@ -48,7 +48,7 @@ ORDER BY form_type, starts_at;
 DELETE FROM dialerapi_abandon_counts
 WHERE (grain = 'm' AND starts_at < :minutes_before) OR (grain = 'h' AND starts_at < :hours_before);
 
--- name: abandon_windows(minute_from, today, period, day_from, edge_minute, edge_hour, edge_hour_end)
+-- name: abandon_windows(minute_from, today, period, other_period, other_period_forms, any_24h, day_from, edge_minute, edge_hour, edge_hour_end)
 -- Each form_type's abandon counts of the last 15 minutes, today and the legal period, each
 -- "answered;abandoned;late_connects;machines", the rows of each window as floor.sql due_counts
 -- reads them; nothing else of the floor (rules.abandons.windows: the simulator's `abandon` pacing
@@ -64,12 +64,15 @@ SELECT form_type,
 FROM (SELECT form_type, answered, abandoned, late_connects, machines,
              grain = 'm' AND starts_at >= :minute_from AS in_15m,
              grain = 'd' AND starts_at = :today AS in_today,
-             (:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
-               OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
-               OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
+             (IF(form_type IN :other_period_forms, :other_period, :period) = '30d' AND grain = 'd'
+                AND starts_at >= :day_from)
+               OR (IF(form_type IN :other_period_forms, :other_period, :period) = '24h' AND grain = 'h'
+                   AND starts_at > :edge_hour)
+               OR (IF(form_type IN :other_period_forms, :other_period, :period) = '24h' AND grain = 'm'
+                   AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
                AS in_period
       FROM dialerapi_abandon_counts
-      WHERE (grain = 'm' AND starts_at >= IF(:period = '24h', LEAST(:minute_from, :edge_minute), :minute_from))
+      WHERE (grain = 'm' AND starts_at >= IF(:any_24h, LEAST(:minute_from, :edge_minute), :minute_from))
          OR (grain = 'h' AND starts_at > :edge_hour) OR (grain = 'd' AND starts_at >= :day_from)) AS c
 GROUP BY form_type
 ORDER BY form_type;

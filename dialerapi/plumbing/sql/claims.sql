@@ -109,7 +109,7 @@ ORDER BY a.id;
 -- name: lead_exists(oli_id)$
 SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 
--- name: free_skills(now, ahead, form_type, enforce, today, period, day_from, edge_minute, edge_hour, edge_hour_end, connect_seconds)
+-- name: free_skills(now, ahead, form_type, enforce, today, period, other_period, other_period_forms, day_from, edge_minute, edge_hour, edge_hour_end, connect_seconds)
 -- Per skill (only :form_type when not NULL) of the agents free to take a predictive call: whether
 -- one of them allows every priority (no priority list), and the priorities they allow (';'-separated).
 -- Free is claim rule 1 as dialstate.unavailable_reason says it (tests/test_claims.py holds the two
@@ -119,6 +119,7 @@ SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 -- With :enforce (issue #37, rules.abandons), the skill's abandon counts in the same statement,
 -- each "answered;abandoned;0;machines" (machines: issue #50): today's and the period's (rules.abandons says which rows),
 -- and its pending predictive calls; each a primary-key range of a few rows, read only when enforced.
+-- The period is the form_type's campaign's (issue #67): :other_period for :other_period_forms.
 SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
        GROUP_CONCAT(DISTINCT p.priority_id ORDER BY p.priority_id SEPARATOR ';') AS priorities,
        IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
@@ -129,9 +130,9 @@ SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
                                    COALESCE(SUM(c.machines), 0))
                      FROM dialerapi_abandon_counts AS c
                      WHERE c.form_type = s.form_type
-                       AND ((:period = '30d' AND c.grain = 'd' AND c.starts_at >= :day_from)
-                            OR (:period = '24h' AND c.grain = 'h' AND c.starts_at > :edge_hour)
-                            OR (:period = '24h' AND c.grain = 'm' AND c.starts_at >= :edge_minute
+                       AND ((IF(c.form_type IN :other_period_forms, :other_period, :period) = '30d' AND c.grain = 'd' AND c.starts_at >= :day_from)
+                            OR (IF(c.form_type IN :other_period_forms, :other_period, :period) = '24h' AND c.grain = 'h' AND c.starts_at > :edge_hour)
+                            OR (IF(c.form_type IN :other_period_forms, :other_period, :period) = '24h' AND c.grain = 'm' AND c.starts_at >= :edge_minute
                                 AND c.starts_at < :edge_hour_end))), NULL) AS period,
        IF(:enforce, (SELECT COUNT(*) FROM sales_master AS m
                      WHERE m.dial_status = 'Calling' AND m.isReserved = 1 AND m.form_type = s.form_type

@@ -33,7 +33,7 @@ FROM sales_master AS m
 WHERE m.dial_status = 'Calling' AND m.isReserved = 1
 GROUP BY m.form_type;
 
--- name: due_counts(form_type, now, callbacks_open, cap, probe, minute_from, today, period, day_from, edge_minute, edge_hour, edge_hour_end)
+-- name: due_counts(form_type, now, callbacks_open, cap, probe, minute_from, today, period, other_period, other_period_forms, day_from, edge_minute, edge_hour, edge_hour_end)
 -- Per form_type (every one some agent has, or only :form_type when not NULL): how many leads are
 -- due and unreserved in each claim bucket of claims.sql due_candidates, counting to :cap at most.
 -- A bucket's count is read only when its :cap-th entry does not exist (the probe reads :cap index
@@ -88,9 +88,10 @@ LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abando
 LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
                   SUM(late_connects) AS late_connects, SUM(machines) AS machines
            FROM dialerapi_abandon_counts
-           WHERE (:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
-              OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
-              OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
+           WHERE (IF(form_type IN :other_period_forms, :other_period, :period) = '30d' AND grain = 'd' AND starts_at >= :day_from)
+              OR (IF(form_type IN :other_period_forms, :other_period, :period) = '24h' AND grain = 'h' AND starts_at > :edge_hour)
+              OR (IF(form_type IN :other_period_forms, :other_period, :period) = '24h' AND grain = 'm'
+                  AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
            GROUP BY form_type) AS period ON period.form_type = ft.form_type
 ORDER BY ft.form_type;
 
