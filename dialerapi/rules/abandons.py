@@ -153,11 +153,13 @@ def window_bounds(now, period):
 def period_bounds(now, config):
     """window_bounds of the floor's period, with each campaign's own (issue #67): `other_period`
     (the period that is not the floor's) for the form_types of `other_period_forms` (('',) for
-    none: no form_type is empty), and `any_24h` (whether any form_type counts over 24 hours)."""
+    none: no form_type is empty; `other_period_any` False then, so that read costs nothing), and
+    `any_24h` (whether any form_type counts over 24 hours)."""
     other = PERIODS[1] if config.abandon_period == PERIODS[0] else PERIODS[0]
     forms = tuple(sorted(form_type for form_type in config.campaigns
                          if config.of(form_type).abandon_period != config.abandon_period))
     return {**window_bounds(now, config.abandon_period), "other_period": other, "other_period_forms": forms or ("",),
+            "other_period_any": bool(forms),
             "any_24h": "24h" in (config.abandon_period, other if forms else config.abandon_period)}
 
 

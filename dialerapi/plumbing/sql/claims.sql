@@ -119,21 +119,33 @@ SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 -- With :enforce (issue #37, rules.abandons), the skill's abandon counts in the same statement,
 -- each "answered;abandoned;0;machines" (machines: issue #50): today's and the period's (rules.abandons says which rows),
 -- and its pending predictive calls; each a primary-key range of a few rows, read only when enforced.
--- The period is the form_type's campaign's (issue #67): :other_period for :other_period_forms.
+-- The period is the form_type's campaign's (issue #67): :other_period for :other_period_forms, each
+-- in a statement of its own, so that a constant period still picks one range of the counts' key.
 SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
        GROUP_CONCAT(DISTINCT p.priority_id ORDER BY p.priority_id SEPARATOR ';') AS priorities,
        IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
                                    COALESCE(SUM(c.machines), 0))
                      FROM dialerapi_abandon_counts AS c
                      WHERE c.grain = 'd' AND c.form_type = s.form_type AND c.starts_at = :today), NULL) AS today,
-       IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
-                                   COALESCE(SUM(c.machines), 0))
-                     FROM dialerapi_abandon_counts AS c
-                     WHERE c.form_type = s.form_type
-                       AND ((IF(c.form_type IN :other_period_forms, :other_period, :period) = '30d' AND c.grain = 'd' AND c.starts_at >= :day_from)
-                            OR (IF(c.form_type IN :other_period_forms, :other_period, :period) = '24h' AND c.grain = 'h' AND c.starts_at > :edge_hour)
-                            OR (IF(c.form_type IN :other_period_forms, :other_period, :period) = '24h' AND c.grain = 'm' AND c.starts_at >= :edge_minute
-                                AND c.starts_at < :edge_hour_end))), NULL) AS period,
+       COALESCE(
+         IF(:enforce AND s.form_type NOT IN :other_period_forms,
+            (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
+                           COALESCE(SUM(c.machines), 0))
+             FROM dialerapi_abandon_counts AS c
+             WHERE c.form_type = s.form_type
+               AND ((:period = '30d' AND c.grain = 'd' AND c.starts_at >= :day_from)
+                    OR (:period = '24h' AND c.grain = 'h' AND c.starts_at > :edge_hour)
+                    OR (:period = '24h' AND c.grain = 'm' AND c.starts_at >= :edge_minute
+                        AND c.starts_at < :edge_hour_end))), NULL),
+         IF(:enforce AND s.form_type IN :other_period_forms,
+            (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
+                           COALESCE(SUM(c.machines), 0))
+             FROM dialerapi_abandon_counts AS c
+             WHERE c.form_type = s.form_type
+               AND ((:other_period = '30d' AND c.grain = 'd' AND c.starts_at >= :day_from)
+                    OR (:other_period = '24h' AND c.grain = 'h' AND c.starts_at > :edge_hour)
+                    OR (:other_period = '24h' AND c.grain = 'm' AND c.starts_at >= :edge_minute
+                        AND c.starts_at < :edge_hour_end))), NULL)) AS period,
        IF(:enforce, (SELECT COUNT(*) FROM sales_master AS m
                      WHERE m.dial_status = 'Calling' AND m.isReserved = 1 AND m.form_type = s.form_type
                        AND m.predictive_call = 1

@@ -33,7 +33,7 @@ FROM sales_master AS m
 WHERE m.dial_status = 'Calling' AND m.isReserved = 1
 GROUP BY m.form_type;
 
--- name: due_counts(form_type, now, callbacks_open, cap, probe, minute_from, today, period, other_period, other_period_forms, day_from, edge_minute, edge_hour, edge_hour_end)
+-- name: due_counts(form_type, now, callbacks_open, cap, probe, minute_from, today, period, other_period, other_period_forms, other_period_any, day_from, edge_minute, edge_hour, edge_hour_end)
 -- Per form_type (every one some agent has, or only :form_type when not NULL): how many leads are
 -- due and unreserved in each claim bucket of claims.sql due_candidates, counting to :cap at most.
 -- A bucket's count is read only when its :cap-th entry does not exist (the probe reads :cap index
@@ -85,13 +85,23 @@ LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abando
                   SUM(late_connects) AS late_connects, SUM(machines) AS machines
            FROM dialerapi_abandon_counts WHERE grain = 'd' AND starts_at = :today
            GROUP BY form_type) AS today ON today.form_type = ft.form_type
+-- The period's rows: the floor's period for most form_types, :other_period for a campaign's own
+-- (issue #67), each a range of one grain (a constant period picks it).
 LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
                   SUM(late_connects) AS late_connects, SUM(machines) AS machines
            FROM dialerapi_abandon_counts
-           WHERE (IF(form_type IN :other_period_forms, :other_period, :period) = '30d' AND grain = 'd' AND starts_at >= :day_from)
-              OR (IF(form_type IN :other_period_forms, :other_period, :period) = '24h' AND grain = 'h' AND starts_at > :edge_hour)
-              OR (IF(form_type IN :other_period_forms, :other_period, :period) = '24h' AND grain = 'm'
-                  AND starts_at >= :edge_minute AND starts_at < :edge_hour_end)
+           WHERE ((:period = '30d' AND grain = 'd' AND starts_at >= :day_from)
+                  OR (:period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
+                  OR (:period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end))
+             AND form_type NOT IN :other_period_forms
+           GROUP BY form_type
+           UNION ALL
+           SELECT form_type, SUM(answered), SUM(abandoned), SUM(late_connects), SUM(machines)
+           FROM dialerapi_abandon_counts
+           WHERE ((:other_period = '30d' AND grain = 'd' AND starts_at >= :day_from)
+                  OR (:other_period = '24h' AND grain = 'h' AND starts_at > :edge_hour)
+                  OR (:other_period = '24h' AND grain = 'm' AND starts_at >= :edge_minute AND starts_at < :edge_hour_end))
+             AND form_type IN :other_period_forms AND :other_period_any
            GROUP BY form_type) AS period ON period.form_type = ft.form_type
 ORDER BY ft.form_type;
 
