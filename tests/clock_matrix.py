@@ -52,6 +52,7 @@ class Moment:
     wall: datetime          # wall-clock time in `zone`; fold=1 for the second pass of a repeated hour
     part: int | None = None  # which half of the suite's files runs here (None: only the clock tests)
     note: str = ""
+    files: tuple = ()        # only the clock tests of these test files (none named: of every clock file)
 
     @property
     def utc(self):
@@ -68,7 +69,8 @@ def matrix():
     in UTC, Asia/Kolkata (+05:30, no daylight saving) and America/New_York on both change days.
     The times of day run on the fall-back day, the spring-forward day only around its missing hour:
     its other five moments (4 minutes of CI) went when the fault tests grew by the restart and the
-    rolling upgrade (issue #38), to keep CI within its hour."""
+    rolling upgrade (issue #38), to keep CI within its hour. Last, the campaigns' moments in London,
+    Chicago and Sydney, each running only tests/test_campaign_clock.py."""
     moments = [Moment("UTC", datetime(2027, 6, 15, 2, 0), note="the hour the work-window bug was found")]
     moments += [Moment("Asia/Kolkata", datetime(2027, 6, 15, *hms)) for hms in TIMES_OF_DAY]
     moments += [Moment("Asia/Kolkata", datetime(2028, 2, 29, 23, 59, 59), note="leap day"),
@@ -80,6 +82,16 @@ def matrix():
                 Moment("America/New_York", fall.replace(hour=1, minute=30, fold=1), part=1,
                        note="second 01:30 (EST)")]
     moments += [Moment("America/New_York", fall.replace(hour=h, minute=m, second=s)) for h, m, s in TIMES_OF_DAY]
+    # Campaigns' calendars (issue #67 item 6) in zones of their own; their tests alone, a few seconds each.
+    campaign = ("test_campaign_clock.py",)
+    moments += [Moment("Europe/London", datetime(2027, 3, 29, 9, 0), note="a campaign's weekday open (first Monday of BST)",
+                       files=campaign),
+                Moment("America/Chicago", datetime(2027, 1, 8, 19, 0), note="a campaign's weekday close (a Friday)",
+                       files=campaign),
+                Moment("Australia/Sydney", datetime(2026, 12, 25, 0, 0), note="a restricted date's midnight (Christmas)",
+                       files=campaign),
+                Moment("Europe/London", datetime(2026, 10, 25, 1, 30, fold=1), note="a DST night: the second 01:30 (GMT)",
+                       files=campaign)]
     return moments
 
 
@@ -129,7 +141,8 @@ def run(moment, database, extra_args):
     try:
         # A half runs alone, with make test's workers; a moment of the clock tests shares the machine
         # with another (--jobs), so it runs in one process.
-        selection = (["-m", "clock", "-n", "0", *map(str, clock_files())] if moment.part is None
+        files = [ROOT / "tests" / name for name in moment.files] or clock_files()
+        selection = (["-m", "clock", "-n", "0", *map(str, files)] if moment.part is None
                      else [f"--suite-part={moment.part}/{PARTS}"])
         env = faketime.environment({**os.environ, "DATABASE_URL": database.url, "DB_TIMEZONE": moment.zone},
                                    shift=shift)

@@ -133,6 +133,20 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.OK
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used the session's live gunicorn shows the end of that gunicorn's log (CI's
+    make test-clock once met a worker that stopped answering, and the log went with the moment's
+    temporary directory)."""
+    outcome = yield
+    report = outcome.get_result()
+    server = item.funcargs.get("live_server") if hasattr(item, "funcargs") else None
+    if report.failed and isinstance(server, LiveServer) and Path(server.log).exists():
+        state = "running" if server.process.poll() is None else f"exited with {server.process.returncode}"
+        tail = "\n".join(Path(server.log).read_text(errors="replace").splitlines()[-60:])
+        report.sections.append((f"live gunicorn ({state}): the end of its log", tail))
+
+
 def _with_database(url, name):
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{name}"))

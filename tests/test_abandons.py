@@ -21,7 +21,7 @@ import requests
 from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, cli, set_clock, start_gunicorn
 from docs_examples import answers, example
 from dialerapi.plumbing import clock
-from dialerapi.rules import abandons, agents, claims, dialstate
+from dialerapi.rules import abandons, agents, campaigns, claims, dialstate
 from dialerapi.upkeep import jobs
 
 NOW = DEFAULT_NOW
@@ -420,6 +420,31 @@ def test_the_report_agrees_with_the_call_records_and_names_the_worst_period(data
     as_csv = cli(database_url, "report", "abandons", "--from", "2026-10-25", "--to", "2026-11-21", "--csv", "-")
     rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
     assert [r["day"] for r in rows] == [r["day"] for r in report["days"]]
+
+
+def test_the_report_holds_each_campaign_to_its_own_period_and_limit(database_url, sql, run, floor, play):
+    """Issue #67 item 3: a campaign under Ofcom's 24 hours and 2% is reported over 24-hour periods
+    against 2%; one with no campaign settings, and the floor ("*"), over the floor's 30 days and 3%."""
+    run(campaigns.update, "home_loan", {"abandon_period": "24h", "abandon_limit": 0.02}, NOW, "test")
+    for outcome in ("answered", "answered", "answered", "abandoned"):
+        play(outcome, at=NOW - timedelta(days=2, hours=3), answered=4, connected=5 if outcome == "answered" else None)
+    for outcome in ("answered", "answered", "abandoned"):
+        play(outcome, at=NOW - timedelta(days=3), answered=4, connected=5 if outcome == "answered" else None,
+             form_type="credit_card")
+    result = cli(database_url, "report", "abandons", "--from", "2026-11-10", "--to", "2026-11-21", "--json")
+    assert result.returncode == 0, result.stderr
+    highest = {row["form_type"]: row for row in json.loads(result.stdout)["highest"]}
+    home_loan = highest["home_loan"]
+    assert (home_loan["period"], home_loan["limit"], home_loan["rate"], home_loan["over_limit"]) == ("24h", 0.02, 0.25, True)
+    ends = datetime.strptime(home_loan["ends"], "%Y-%m-%d %H:%M:%S")
+    assert recorded(sql, ends - timedelta(seconds=1), "home_loan", since=ends - timedelta(hours=24))["rate"] == 0.25
+    assert NOW - timedelta(days=2, hours=3) < ends <= NOW - timedelta(days=1, hours=2), "an hour's end within 24 h of the calls"
+    assert {name: (row["period"], row["limit"]) for name, row in highest.items()} == {
+        "home_loan": ("24h", 0.02), "credit_card": ("30d", 0.03), "*": ("30d", 0.03)}
+    # The floor's worst 30 days end on the day of the credit_card calls, before the home_loan ones.
+    assert (highest["*"]["rate"], highest["*"]["ends"]) == (round(1 / 3, 4), f"{NOW - timedelta(days=3):%Y-%m-%d}")
+    text = cli(database_url, "report", "abandons", "--from", "2026-11-10", "--to", "2026-11-21").stdout
+    assert "highest 24h rate of home_loan: 25.00% (1/4, limit 2.00%)" in text
 
 
 def test_the_report_refuses_a_range_backwards(database_url):

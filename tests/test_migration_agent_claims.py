@@ -15,7 +15,7 @@ import pymysql
 import pytest
 
 from conftest import TZ
-from test_migration_dnc import apply_until, apply_while_serving, roll_back
+from test_migration_dnc import apply_until, apply_while_serving, roll_back_through
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, queries
 from dialerapi.rules import claims
@@ -64,13 +64,6 @@ def claim_0020(conn, n):
     conn.commit()
 
 
-def migrate_ids_after(last):
-    """The ids of the migrations after `last`, newest first (what rolls back before it)."""
-    names = sorted(path.name.removesuffix(".sql") for path in migrate.MIGRATIONS_DIR.glob("*.sql")
-                   if not path.name.endswith(".rollback.sql"))
-    return [name for name in reversed(names) if name[:len(last)] > last]
-
-
 def agent_columns(conn):
     with conn.cursor() as cur:
         cur.execute("SELECT * FROM sales_agents WHERE id = 1")
@@ -107,9 +100,7 @@ def test_0021_rolls_back_to_the_0020_schema(floor_0020):
     migrate.upgrade(url)  # this release's schema (0023: campaigns), then back to 0020's
     claims.claim_next(conn, 5, NOW, TZ)
     conn.commit()
-    for later in migrate_ids_after("0021"):
-        roll_back(url, later)
-    roll_back(url, "0021.agent-claims")
+    roll_back_through(url, "0021.agent-claims")
     with conn.cursor() as cur:
         with pytest.raises(pymysql.err.OperationalError):
             cur.execute("SELECT claimed_lead_id FROM sales_agents LIMIT 1")

@@ -187,6 +187,15 @@ def roll_back(url, migration_id):
     backend.connection.close()
 
 
+def roll_back_through(url, migration_id):
+    """Roll back every migration after `migration_id` (newest first), then it: the schema of the
+    release before it."""
+    names = sorted(path.name.removesuffix(".sql") for path in migrate.MIGRATIONS_DIR.glob("*.sql")
+                   if not path.name.endswith(".rollback.sql"))
+    for name in [name for name in reversed(names) if name > migration_id] + [migration_id]:
+        roll_back(url, name)
+
+
 def test_0012_rolls_back_to_the_previous_schema(populated):
     url, conn = populated
     apply_until(url, "0012")

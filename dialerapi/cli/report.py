@@ -32,8 +32,9 @@ def report_group():
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 def report_abandons(first_day, last_day, form_type, csv_file, as_json):
     """Per floor day and form_type: calls, answered, abandoned, late connects and rate; then per
-    form_type the highest rate over any legal period (abandon_period) ending inside the range, with
-    its end. form_type "*" is the whole floor. docs/compliance/abandon-rate.md "Abandon rate"."""
+    form_type the highest rate over any legal period of its campaign's rule (abandon_period, its
+    limit) ending inside the range, with its end. form_type "*" is the whole floor, under the floor's
+    rule. docs/compliance/abandon-rate.md "Abandon rate"; docs/operations/campaigns.md."""
     if last_day < first_day:
         raise click.BadParameter("--to is before --from", param_hint="--to")
     if (last_day - first_day).days > 3660:
@@ -59,8 +60,8 @@ def report_abandons(first_day, last_day, form_type, csv_file, as_json):
                    f"{row['abandoned']:>9} {row['late_connects']:>6} {row['rate']:>7.2%}")
     for row in report["highest"]:
         flag = "  OVER THE LIMIT" if row["over_limit"] else ""
-        click.echo(f"highest {report['period']} rate of {row['form_type']}: {row['rate']:.2%} "
-                   f"({row['abandoned']}/{row['answered']}) in the period ending {row['ends']}{flag}")
+        click.echo(f"highest {row['period']} rate of {row['form_type']}: {row['rate']:.2%} "
+                   f"({row['abandoned']}/{row['answered']}, limit {row['limit']:.2%}) in the period ending {row['ends']}{flag}")
 
 
 def _hms(seconds):

@@ -255,19 +255,20 @@ def floor_total(form_windows, share=0.0):
 def report(conn, first_day, last_day, config, form_type=None):
     """The compliance record of `first_day`..`last_day` (dates of the floor's days, both included).
 
-    Returns {"from", "to", "limit", "period", "days": [{"day", "form_type", "calls", "answered",
-    "abandoned", "late_connects", "rate"}, ...] (each form_type's days with a settle, then the
-    floor's, form_type "*"), "highest": [{"form_type", "rate", "answered", "abandoned", "ends",
-    "over_limit": the rate was over abandon_limit}]}: per form_type (and "*"), the highest rate over
-    any legal period that ends inside the range (30d: the 30 floor days ending on `ends`, a date;
-    24h: the 24 hours ending at `ends`, on the hour), counting the settles before `first_day` that
-    the period reaches.
-    Reads day rows (and hour rows for 24h): a year costs a few thousand rows.
+    Returns {"from", "to", "limit", "period" (the floor's), "days": [{"day", "form_type", "calls",
+    "answered", "abandoned", "late_connects", "rate"}, ...] (each form_type's days with a settle,
+    then the floor's, form_type "*"), "highest": [{"form_type", "limit", "period", "rate",
+    "answered", "abandoned", "ends", "over_limit": the rate was over its limit}]}: per form_type, the
+    highest rate over any legal period of its campaign's abandon rule (issue #67: config.of) that
+    ends inside the range, and for "*" over the floor's (30d: the 30 floor days ending on `ends`, a
+    date; 24h: the 24 hours ending at `ends`, on the hour), counting the settles before `first_day`
+    that the period reaches. A form_type's days count its campaign's machine share.
+    Reads day rows (and hour rows where a 24h rule applies): a year costs a few thousand rows.
     """
     start, end = _day(first_day), _day(last_day) + timedelta(days=1)
     day_rows = _series(conn, "d", start - timedelta(days=29), end, form_type)
-    share = config.amd_false_positive_share
-    days = [{"day": f"{row['starts_at']:%Y-%m-%d}", **_row_figures(row, share)}
+    rule = {name: config.of(name) for name in {row["form_type"] for row in day_rows}} | {"*": config}
+    days = [{"day": f"{row['starts_at']:%Y-%m-%d}", **_row_figures(row, rule[row["form_type"]].amd_false_positive_share)}
             for row in day_rows if row["starts_at"] >= start]
     floor_days = {}
     for row in days:
@@ -276,15 +277,18 @@ def report(conn, first_day, last_day, config, form_type=None):
         for key in sums:
             sums[key] += row[key]
     days += [{"day": day, "form_type": "*", "calls": sums["calls"],
-              **figures(sums["answered"], sums["abandoned"], sums["late_connects"], sums["machines"], share)}
+              **figures(sums["answered"], sums["abandoned"], sums["late_connects"], sums["machines"],
+                        config.amd_false_positive_share)}
              for day, sums in sorted(floor_days.items())]
-    if config.abandon_period == "30d":
-        ends = [start + timedelta(days=n + 1) for n in range((end - start).days)]
-        highest = _highest(day_rows, ends, timedelta(days=30), timedelta(days=1), "%Y-%m-%d", config)
-    else:
-        hour_rows = _series(conn, "h", start - timedelta(hours=23), end, form_type)
-        ends = [start + timedelta(hours=n + 1) for n in range(int((end - start).total_seconds()) // 3600)]
-        highest = _highest(hour_rows, ends, timedelta(hours=24), timedelta(0), "%Y-%m-%d %H:%M:%S", config)
+    periods = {
+        "30d": (day_rows, [start + timedelta(days=n + 1) for n in range((end - start).days)],
+                timedelta(days=30), timedelta(days=1), "%Y-%m-%d"),
+    }
+    if any(each.abandon_period == "24h" for each in rule.values()):
+        periods["24h"] = (_series(conn, "h", start - timedelta(hours=23), end, form_type),
+                          [start + timedelta(hours=n + 1) for n in range(int((end - start).total_seconds()) // 3600)],
+                          timedelta(hours=24), timedelta(0), "%Y-%m-%d %H:%M:%S")
+    highest = _highest(periods, rule)
     return {"from": f"{start:%Y-%m-%d}", "to": f"{last_day:%Y-%m-%d}", "limit": config.abandon_limit,
             "period": config.abandon_period, "days": days, "highest": highest}
 
@@ -299,19 +303,25 @@ def _row_figures(row, share):
             **figures(row["answered"], row["abandoned"], row["late_connects"], row["machines"], share)}
 
 
-def _highest(rows, ends, length, end_offset, end_format, config):
-    """Per form_type and "*": the highest rate over a period of `length` ending at each of `ends` (the
-    first moment after it); `ends` are named minus `end_offset` (a 30-day period ends *on* a day)."""
-    by_form_type = {}
-    for row in rows:
-        for name in (row["form_type"], "*"):
-            sums = by_form_type.setdefault(name, {}).setdefault(row["starts_at"], [0, 0, 0])
-            sums[0] += int(row["answered"])
-            sums[1] += int(row["abandoned"])
-            sums[2] += int(row["machines"])
+def _highest(periods, rule):
+    """Per form_type and "*" (the keys of `rule`, each its DialerConfig): the highest rate over its
+    abandon_period ending at each of that period's ends (the first moment after it). `periods`:
+    {abandon_period: (rows, ends, length, end_offset, end_format)}; ends are named minus end_offset
+    (a 30-day period ends *on* a day)."""
+    by_period = {}
+    for period, (rows, *_) in periods.items():
+        by_form_type = by_period[period] = {}
+        for row in rows:
+            for name in (row["form_type"], "*"):
+                sums = by_form_type.setdefault(name, {}).setdefault(row["starts_at"], [0, 0, 0])
+                sums[0] += int(row["answered"])
+                sums[1] += int(row["abandoned"])
+                sums[2] += int(row["machines"])
     highest = []
-    for name, series in sorted(by_form_type.items(), key=lambda item: (item[0] == "*", item[0])):
-        points = sorted(series.items())
+    for name in sorted(rule, key=lambda item: (item == "*", item)):
+        config = rule[name]
+        _, ends, length, end_offset, end_format = periods[config.abandon_period]
+        points = sorted(by_period[config.abandon_period].get(name, {}).items())
         best, counts, first, last = None, [0, 0, 0], 0, 0
         # One pass: the window (period_end - length, period_end] slides over the sorted rows.
         for period_end in ends:
@@ -322,7 +332,8 @@ def _highest(rows, ends, length, end_offset, end_format, config):
             answered, abandoned, machines = counts
             window = figures(answered, abandoned, machines=machines, share=config.amd_false_positive_share)
             if answered and (best is None or window["rate"] > best["rate"]):
-                best = {"form_type": name, "rate": window["rate"], "answered": answered, "abandoned": abandoned,
+                best = {"form_type": name, "limit": config.abandon_limit, "period": config.abandon_period,
+                        "rate": window["rate"], "answered": answered, "abandoned": abandoned,
                         "ends": f"{period_end - end_offset:{end_format}}",
                         "over_limit": window["rate"] > config.abandon_limit}
         if best is not None:

@@ -7,7 +7,8 @@ form_type), with its own calendar, rulebook and switch over the floor's sales_di
   campaign sets nothing).
 - `refusal(config, form_type, now, predictive)`: why no outbound claim may take its leads now
   (campaign_paused, campaign_ended, campaign_closed, predictive_off), or None;
-  `check_locked(conn, form_type)` reads its state again with a shared lock inside the claim.
+  `check_locked(conn, row)` reads the locked lead's campaign state again inside the claim, after
+  the locks that order it with every change (on one node and through Galera).
 - `update`, `pause`, `resume`: every change in one transaction with its history row
   (dialerapi_campaign_changes: when, by which credential, old and new) and its event
   (campaign.updated, campaign.paused, campaign.resumed: rules.lead_events' feed and webhooks).
@@ -129,13 +130,21 @@ def open_form_types(wanted, now, config, predictive=False):
     return kept, refused
 
 
-def check_locked(conn, form_type):
-    """The refusal of the locked lead's campaign state (campaign_paused, campaign_ended, or None),
-    read after a shared lock on the floor's config row that the claim holds until it commits: a
-    change that committed before is seen, and one that comes after waits for this claim (every
-    change locks that row first, `_lock`). So no claim of a campaign commits after its pause."""
+def check_locked(conn, row):
+    """The refusal of the locked lead `row`'s campaign state (campaign_paused, campaign_ended, or
+    None), read after two locks the claim holds until it commits:
+    - a shared lock on the floor's config row, which every change locks first (`_lock`): on one
+      node, a change that committed before is seen, and one that comes after waits for this claim;
+    - the lead's reference to the claim gate (migration 0024), which every change deletes and
+      inserts again (`_store`): through Galera, where locks stay on their node, a change from
+      another node either is applied here before the state is read (it is seen) or aborts this
+      claim (its delete meets the gate's shared lock here, or the claim's write set fails
+      certification against it), which then runs again.
+    So no claim of a campaign commits after its pause, on one node or on three."""
     queries.claim_gate(conn)
-    return REFUSALS.get(queries.campaign_state(conn, form_type=form_type))
+    queries.refer_to_claim_gate(conn, id=row["id"])
+    queries.leave_claim_gate(conn, id=row["id"])
+    return REFUSALS.get(queries.campaign_state(conn, form_type=row["form_type"]))
 
 
 def status(config, form_type, now, tz):
@@ -259,6 +268,10 @@ def _switch(conn, form_type, state, now, changed_by, event_type):
 
 
 def _store(conn, form_type, state, settings, now, changed_by, action, old, new):
+    # Through Galera no lock reaches a claim on another node; deleting the gate its claims refer to
+    # fails their certification instead (migration 0024).
+    queries.remove_claim_gate(conn)
+    queries.restore_claim_gate(conn)
     text = json.dumps(settings, separators=(",", ":"), sort_keys=True)
     queries.upsert_campaign(conn, form_type=form_type, state=state, settings=text, updated_at=now,
                             updated_by=changed_by)

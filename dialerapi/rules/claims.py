@@ -19,7 +19,8 @@ No outbound claim takes a lead of a campaign (its form_type, issue #67) that is 
 closed by its calendar, nor a predictive one of a campaign with predictive off (rules.campaigns:
 NotClaimable with that reason when every campaign a claim could take refuses); each lead is judged
 by its campaign's settings (config.of), and its campaign's state is read again under the claim's
-shared lock (campaigns.check_locked), so no claim of a campaign commits after its pause commits.
+locks (campaigns.check_locked), so no claim of a campaign commits after its pause commits, on one
+node or through Galera.
 
 No claim reserves a lead whose phone is on the do-not-call list, nor (with obey_calling_window)
 one outside its customer's calling window (rules/compliance.py, issue #30): the candidate reads
@@ -258,7 +259,7 @@ def _claimable(conn, row, now, tz, config, agent_id):
         return False, None
     if compliance.refusal(conn, row, now, tz, config) is not None or in_call is not None:
         return False, None
-    reason = campaigns.check_locked(conn, row["form_type"])
+    reason = campaigns.check_locked(conn, row)
     if reason is not None:
         raise _Refused(row["form_type"], reason)
     hit, ticket = contact_caps.check(conn, row, now, tz, floor.contact_caps)
@@ -416,7 +417,7 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
     if row["isReserved"]:
         raise NotClaimable("lead_in_flight")
     if call_type != "inbound":
-        reason = campaigns.refusal(config, row["form_type"], now) or campaigns.check_locked(conn, row["form_type"])
+        reason = campaigns.refusal(config, row["form_type"], now) or campaigns.check_locked(conn, row)
         if reason:
             raise NotClaimable(reason, campaigns=[campaigns.status(config, row["form_type"], now, tz)])
     config = config.of(row["form_type"])

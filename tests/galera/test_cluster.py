@@ -15,13 +15,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
+import pymysql
 import pytest
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, add_contact_attempts, make_app, own_number
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, TZ, add_contact_attempts, make_app, own_number
 from outbox_race import race
 from test_jobs import TICK, race_ticks
 
-from dialerapi.rules import actions
+from dialerapi.rules import actions, campaigns, claims
 from dialerapi.upkeep import health
 from dialerapi.plumbing.config import database_nodes, url_with_nodes
 from dialerapi.plumbing.db import Database, connect, get_db
@@ -336,6 +337,99 @@ def test_agent_states_changed_through_two_nodes_are_each_recorded_once(hosts, no
         assert mine == [0, 1, 0, 1, 0, 1], (agent_id, mine)
     current = {row["id"]: row["ami_idle"] for row in sql("SELECT id, ami_idle FROM sales_agents")}
     assert all(current[agent_id] == 1 for agent_id in agents)
+
+
+def test_a_claim_that_read_its_campaign_before_a_pause_on_the_other_node_does_not_commit(hosts, node_url, sql, agents):
+    """Issue #67 item 4 (migration 0024): a claim through node 1 reads home_loan active and writes
+    its lead; a pause commits through node 2; the claim's commit fails certification (no lock
+    crosses nodes: without the claim gate it commits, after the pause), and run again it is refused
+    campaign_paused. The lead stays free on every node."""
+    due_leads(sql, 0)
+    claimer = connect(node_url(1))
+    try:
+        row = claims.claim_next(claimer, agents[0], DEFAULT_NOW, tz=TZ)
+        assert row is not None
+        with hosts["B"].app_context():
+            get_db().run(campaigns.pause, "home_loan", DEFAULT_NOW, "test")
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            claimer.commit()
+        assert refused.value.args[0] == 1213, "a certification failure, which transaction() runs again"
+    finally:
+        claimer.close()
+    answer = hosts["A"].test_client().post("/engine/claim", headers=ENGINE, json={
+        "mode": "progressive", "agent_id": agents[0], "request_id": "after-the-pause"})
+    assert (answer.status_code, answer.get_json()["reason"]) == (409, "campaign_paused")
+    assert same_on_every_node(node_url, "SELECT COUNT(*) AS n FROM sales_master WHERE isReserved = 1") == [{"n": 0}]
+
+
+def written_seqno(conn):
+    """The cluster's sequence number of the last transaction this connection committed (Galera
+    orders every commit of the cluster in one sequence)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT WSREP_LAST_WRITTEN_GTID() AS gtid")
+        return int(cur.fetchone()["gtid"].decode().rsplit("-", 1)[1])
+
+
+def committed(conn, work, *args):
+    """Run `work(conn, *args)` and commit, again after a certification failure as transaction()
+    does; (its result, the commit's sequence number)."""
+    while True:
+        try:
+            result = work(conn, *args)
+            conn.commit()
+            return result, written_seqno(conn)
+        except pymysql.err.OperationalError as exc:
+            conn.rollback()
+            if exc.args[0] != 1213:
+                raise
+
+
+def test_sixteen_claimers_and_a_pause_through_two_nodes_commit_no_claim_after_it(node_url, sql, agents):
+    """Issue #67 item 4: 16 claimers, half through node 1 and half through node 2, and a pause
+    through node 2 released at once, three rounds: every claim committed before the pause in the
+    cluster's one order of commits, every claimer ends refused campaign_paused, and no lead is
+    reserved twice (without the claim gate, claims through node 1 commit after the pause)."""
+    leads = [f"S-{n:03d}" for n in range(400)]
+    sql("INSERT INTO sales_master (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status,"
+        " call_count, isReserved, created_at, updated_at) VALUES "
+        + ", ".join("(%s, UUID(), %s, 'Lead', 'home_loan', 2, 'Pending', 0, 0, %s, %s)" for _ in leads),
+        *[v for name in leads for v in (name, own_number(name), DEFAULT_NOW, DEFAULT_NOW)])
+    for run in range(3):
+        claimed, refusals = [], []
+
+        def claimer(agent_id):
+            conn = connect(node_url(1 + agent_id % 2))
+            try:
+                while True:
+                    try:
+                        row, seqno = committed(conn, claims.claim_next, agent_id, DEFAULT_NOW, TZ)
+                    except claims.NotClaimable as refused:
+                        conn.rollback()
+                        refusals.append(refused.reason)
+                        return None
+                    claimed.append((row["oli_id"], seqno))
+            finally:
+                conn.close()
+
+        def pause():
+            conn = connect(node_url(2))
+            try:
+                return committed(conn, campaigns.pause, "home_loan", DEFAULT_NOW, "test")[1]
+            finally:
+                conn.close()
+
+        paused_at = [seqno for seqno in at_once(lambda agent_id: claimer(agent_id) if agent_id else pause(),
+                                                 [*agents, None]) if seqno is not None]
+        assert refusals == [campaigns.CAMPAIGN_PAUSED] * ACTORS, f"run {run}"
+        assert [(oli_id, seqno) for oli_id, seqno in claimed if seqno > paused_at[0]] == [], \
+            f"no claim committed after the pause (run {run})"
+        assert len({oli_id for oli_id, _ in claimed}) == len(claimed)
+        assert same_on_every_node(node_url, "SELECT COUNT(*) AS n FROM sales_master WHERE isReserved = 1") == \
+            [{"n": len(claimed)}]
+        sql("UPDATE sales_master SET isReserved = 0, dial_status = 'Pending', reservation_id = NULL")
+        conn = connect(node_url(1))
+        committed(conn, campaigns.resume, "home_loan", DEFAULT_NOW, "test")
+        conn.close()
 
 
 def test_a_job_runs_once_per_tick_across_hosts_on_two_nodes(node_url):

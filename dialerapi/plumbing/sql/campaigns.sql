@@ -19,6 +19,15 @@ WHERE form_type = :form_type FOR UPDATE;
 -- always exists, where a campaign's may not yet: READ COMMITTED takes no gap locks.
 SELECT id FROM sales_dialer_config WHERE id = 1 FOR UPDATE;
 
+-- name: remove_claim_gate()!
+-- Every campaign change deletes the claim gate and inserts it again (migration 0024): through
+-- Galera, a claim on another node that read the campaign's state before this change fails
+-- certification (a delete or insert conflicts with its reference; an update would not).
+DELETE FROM dialerapi_claim_gates WHERE id = 1;
+
+-- name: restore_claim_gate()!
+INSERT INTO dialerapi_claim_gates (id) VALUES (1);
+
 -- name: claim_gate()!
 -- A claim's shared lock on the floor's config row, held until it commits (lock_floor_for_campaign_change).
 SELECT id FROM sales_dialer_config WHERE id = 1 LOCK IN SHARE MODE;

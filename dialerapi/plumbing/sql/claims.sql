@@ -165,3 +165,13 @@ ORDER BY s.form_type;
 -- The lead a claim was made for the agent (its row is locked by lock_agent): the board shows the
 -- lead's campaign while this reservation stays the lead's live one (migration 0021).
 UPDATE sales_agents SET claimed_lead_id = :lead_id, claimed_reservation_id = :reservation_id WHERE id = :agent_id;
+
+-- name: refer_to_claim_gate(id)!
+-- The locked lead refers to the claim gate before its campaign's state is read (migration 0024):
+-- the foreign key's check holds the gate row shared until commit, and the write set carries a
+-- reference to it, which a campaign change on another Galera node deletes (campaigns.check_locked).
+UPDATE sales_master SET claim_gate = 1 WHERE id = :id;
+
+-- name: leave_claim_gate(id)!
+-- ... and no longer refers to it: the reference stays in the write set, and no row keeps one.
+UPDATE sales_master SET claim_gate = NULL WHERE id = :id;
