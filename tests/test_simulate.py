@@ -108,7 +108,40 @@ def test_a_campaign_with_contact_caps_never_dials_a_number_past_its_cap_and_says
             sql(f"DROP DATABASE `{name}`")
 
 
+def test_campaigns_in_a_scenario_keep_their_calendars_and_are_reported_against_their_own_rule(database_url, sql):
+    """Issue #67 item 5: a Saturday and a Sunday; `weekdays` is closed on Sunday, `every_day` is open
+    and under a 24-hour 5% rule of its own: no call of `weekdays` on the Sunday (in the run's own call
+    records), calls of both on the Saturday, and the report holds each to its own limit and period."""
+    scenario = sim.load_scenario(None, **{**SMALL, "days": 2, "hours": 0.75, "leads": 80}, seed=3,
+                                 start_date="2026-01-10", mode="predictive",
+                                 form_types={"weekdays": 1, "every_day": 1}, campaigns={
+                                     "weekdays": {"open_hours": {day: ["09:00-17:00"] for day in
+                                                                 ("mon", "tue", "wed", "thu", "fri", "sat")}},
+                                     "every_day": {"abandon_period": "24h", "abandon_limit": 0.05}})
+    report = sim.replicate(database_url, scenario, keep=True)
+    [schema] = [row["Database"] for row in schemas_left(sql, database_url)]
+    try:
+        calls = {(row["form_type"], str(row["day"])): row["n"] for row in sql(
+            f"SELECT form_type, DATE(started_at) AS day, COUNT(*) AS n FROM `{schema}`.sales_call_attempts"
+            " GROUP BY form_type, DATE(started_at)")}
+        assert calls.get(("weekdays", "2026-01-11"), 0) == 0, "no call of a campaign on its closed day"
+        assert calls[("weekdays", "2026-01-10")] > 0 and calls[("every_day", "2026-01-10")] > 0
+        assert calls[("every_day", "2026-01-11")] > 0
+        rules = {row["form_type"]: (row["limit"], row["period"]) for row in report["abandons"]["form_types"]}
+        assert rules == {"*": (0.03, "30d"), "weekdays": (0.03, "30d"), "every_day": (0.05, "24h")}
+        text = summary(report)
+        assert "calls per day per form_type" in text and "5.00% per 24h" in text
+        per_day = text.split("calls per day per form_type", 1)[1].split("\n\n", 1)[0]
+        [weekdays] = [line.split() for line in per_day.splitlines() if line.startswith("weekdays ")]
+        assert weekdays[1:] == [f"{calls[('weekdays', '2026-01-10')]:g}", "0"]
+    finally:
+        sql(f"DROP DATABASE `{schema}`")
+
+
 @pytest.mark.parametrize("values, message", [
+    ({"campaigns": {"nope": {}}}, "a campaign is a form_type of the scenario's leads"),
+    ({"campaigns": {"home_loan": {"abandon_period": "7d"}}}, "abandon_period"),
+    ({"campaigns": {"home_loan": {"state": "asleep"}}}, "state is one of"),
     ({"contact_caps": ["no-such-preset"]}, "a preset is one of"),
     ({"contact_caps": [{"name": "x", "max": 0, "per": "24h"}]}, "max is a whole number"),
     ({"contact_caps": [{"name": "x", "max": 3, "per": "24h", "region": "US-ZZ"}]}, "--region US-ZZ"),

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import agents, contact_caps, dialstate, dnc, outcome_retries, phones
+from dialerapi.rules import agents, campaigns, contact_caps, dialstate, dnc, outcome_retries, phones
 from dialerapi.rules.actions import sweep
 from dialerapi.simulate.crm import CrmFilings
 from dialerapi.simulate.engines import ENGINES
@@ -230,7 +230,10 @@ class Floor(Pacing, CrmFilings):
             self.http("/api/leads", {"leads": leads[start:start + PUSH_BATCH]}, expect=(201,))
 
     def _caps_and_retries(self, conn):
-        """The scenario's contact caps, enabled, and its retries per outcome (issue #50)."""
+        """The scenario's contact caps, enabled, and its retries per outcome (issue #50); its
+        campaigns (issue #67), set as `dialerapi campaigns set` sets them."""
+        for form_type, settings in self.scenario.campaigns.items():
+            campaigns.update(conn, form_type, settings, self.now, "simulator")
         for cap in self.scenario.contact_caps:
             if not isinstance(cap, str):
                 contact_caps.add(conn, cap["name"], cap["max"], cap["per"], cap.get("region"), cap.get("form_type"))

@@ -8,6 +8,7 @@ are wall-clock hours in DB_TIMEZONE.
 import csv
 import statistics
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 from scipy import stats
@@ -70,8 +71,8 @@ def run_result(floor, database):
         "not_dialed": {key[11:]: n for key, n in sorted(count.items()) if key.startswith("not_dialed_")},
         "callbacks": callbacks,
         # Issue #52: the service's abandon count of each day, per form_type and for the floor ("*").
-        "abandon_days": [{key: row[key] for key in ("day", "form_type", "answered", "abandoned", "late_connects", "machines",
-                                                     "rate")}
+        "abandon_days": [{key: row[key] for key in ("day", "form_type", "calls", "answered", "abandoned", "late_connects",
+                                                     "machines", "rate")}
                          for row in database["abandon_days"]] if predictive else [],
         "final_status": database["final_status"],
         "tries_per_lead": database["tries_per_lead"],
@@ -91,18 +92,20 @@ def _law_figures(floor, days):
     and `late_connects` (counts), `abandon_rate` (over the run's answered, with the config's
     amd_false_positive_share) and `days_over_limit` (the share of the run's days whose rate was over
     the config's abandon_limit), for the floor, then `abandon_rate[T]` and `days_over_limit[T]` per
-    form_type T (issue #52: what a planner reads first)."""
+    form_type T (issue #52: what a planner reads first), T's days against its campaign's limit
+    (issue #67: config.of)."""
     config = floor.config
     floor_days = [row for row in days if row["form_type"] == "*"]
     figures = {"abandons": sum(row["abandoned"] for row in floor_days),
                "late_connects": sum(row["late_connects"] for row in floor_days)}
     for name, suffix in [("*", "")] + [(group, f"[{group}]") for group in floor.groups]:
         rows = [row for row in days if row["form_type"] == name]
+        rule = config if name == "*" else config.of(name)
         total = abandons.figures(*(sum(row[key] for row in rows) for key in ("answered", "abandoned", "late_connects",
                                                                           "machines")),
-                                 share=config.amd_false_positive_share)
+                                 share=rule.amd_false_positive_share)
         figures[f"abandon_rate{suffix}"] = total["rate"] if total["answered"] else None
-        over = sum(1 for row in rows if row["answered"] and row["rate"] > config.abandon_limit)
+        over = sum(1 for row in rows if row["answered"] and row["rate"] > rule.abandon_limit)
         figures[f"days_over_limit{suffix}"] = _share(over, len(floor.days))
     return figures
 
@@ -188,17 +191,19 @@ def law_summary(scenario, runs, kpis):
     limit (the scenario's abandon_limit, whether or not the run enforced it), for the floor ("*")
     and each form_type: {"limit", "enforced", "form_types": [{"form_type", "rate" (mean and 95%
     interval), "runs_over_limit" (share of runs whose rate was over the limit), "days_over_limit"
-    (mean and interval of each run's share of days over it)}]}."""
+    (mean and interval of each run's share of days over it), "limit", "period" (its campaign's, issue
+    #67, or the floor's)}]}."""
     dialer = scenario.to_json()["dialer"]
-    limit = dialer["abandon_limit"]
     rows = []
     for name in ["*"] + sorted(key[len("abandon_rate["):-1] for key in kpis if key.startswith("abandon_rate[")):
         suffix = "" if name == "*" else f"[{name}]"
+        own = scenario.campaigns.get(name, {})
+        limit, period = own.get("abandon_limit", dialer["abandon_limit"]), own.get("abandon_period", dialer["abandon_period"])
         rates = [run["kpis"][f"abandon_rate{suffix}"] for run in runs]
-        rows.append({"form_type": name, "rate": kpis[f"abandon_rate{suffix}"],
+        rows.append({"form_type": name, "rate": kpis[f"abandon_rate{suffix}"], "limit": limit, "period": period,
                      "runs_over_limit": _share(sum(1 for rate in rates if rate is not None and rate > limit), len(runs)),
                      "days_over_limit": kpis[f"days_over_limit{suffix}"]})
-    return {"limit": limit, "enforced": dialer["enforce_abandon_limit"], "form_types": rows}
+    return {"limit": dialer["abandon_limit"], "enforced": dialer["enforce_abandon_limit"], "form_types": rows}
 
 
 COST_FIGURES = ("calls", "leads_contacted", "contact_rate")
@@ -236,6 +241,8 @@ def summary(report):
              f"engine {scenario['engine']}, {k} run{'s' if k > 1 else ''} from seed {scenario['seed']}", ""]
     if "abandons" in report:
         lines += _law_lines(report["abandons"], scenario, k) + [""]
+    if scenario.get("campaigns"):
+        lines += _calls_per_day_lines(report) + [""]
     lines.append(f"{'figure':<46}{'mean':>12}{'95% interval' if k > 1 else '':>24}")
     for name, figure in report["kpis"].items():
         mean = "-" if figure["mean"] is None else f"{figure['mean']:g}"
@@ -263,20 +270,46 @@ def summary(report):
 
 
 def _law_lines(law, scenario, k):
-    """The summary's first table: the law's abandon rate per form_type against the limit."""
+    """The summary's first table: the law's abandon rate per form_type against the limit (each
+    campaign's own, issue #67, in a column of its own when some campaign has one)."""
     enforced = "enforced" if law["enforced"] else "not enforced in the runs"
+    own_rules = any((row["limit"], row["period"]) != (law["limit"], scenario["dialer"]["abandon_period"])
+                    for row in law["form_types"])
     lines = [f"abandon rate as the service and the law count it (hung up waiting, plus answered customers an agent "
              f"took more than {scenario['dialer']['abandon_connect_seconds']} s after the answer); "
-             f"limit {law['limit']:.2%}, {enforced}:",
-             f"{'form_type':<24}{'rate':>10}{'95% interval' if k > 1 else '':>22}{'runs over':>14}{'days over':>12}"]
+             f"limit {law['limit']:.2%}{', or each campaign its own' if own_rules else ''}, {enforced}:",
+             f"{'form_type':<24}{'rate':>10}{'95% interval' if k > 1 else '':>22}{'runs over':>14}{'days over':>12}"
+             + (f"{'limit':>16}" if own_rules else "")]
     for row in law["form_types"]:
         rate, days = row["rate"], row["days_over_limit"]
         mean = "-" if rate["mean"] is None else f"{rate['mean']:.2%}"
         spread = f"{rate['ci95_low']:.2%} .. {rate['ci95_high']:.2%}" if rate["ci95_low"] is not None else ""
         runs_over = f"{round(row['runs_over_limit'] * k)}/{k}" if row["runs_over_limit"] is not None else "-"
         days_over = "-" if days["mean"] is None else f"{days['mean']:.0%}"
+        rule = f"{row['limit']:.2%} per {row['period']}" if own_rules else ""
         lines.append(f"{'all' if row['form_type'] == '*' else row['form_type']:<24}{mean:>10}{spread:>22}"
-                     f"{runs_over:>14}{days_over:>12}")
+                     f"{runs_over:>14}{days_over:>12}{rule:>16}")
+    return lines
+
+
+def _calls_per_day_lines(report):
+    """With campaigns (issue #67): each day's calls per form_type, the mean of the runs, so a
+    campaign's closed days and hours show."""
+    calls = {}
+    for run in report["runs"]:
+        for row in run["abandon_days"]:
+            if row["form_type"] != "*":
+                calls.setdefault(row["form_type"], {}).setdefault(row["day"], 0)
+                calls[row["form_type"]][row["day"]] += row["calls"]
+    days = sorted({day for by_day in calls.values() for day in by_day})
+    if not days:
+        return []
+    k = len(report["runs"])
+    lines = ["calls per day per form_type (mean of the runs; campaigns' calendars and states apply):",
+             f"{'form_type':<24}" + "".join(f"{f'{day[5:]} {date.fromisoformat(day):%a}':>12}" for day in days)]
+    for form_type in sorted(set(report["scenario"]["form_types"]) | set(calls)):
+        by_day = calls.get(form_type, {})
+        lines.append(f"{form_type:<24}" + "".join(f"{by_day.get(day, 0) / k:>12g}" for day in days))
     return lines
 
 

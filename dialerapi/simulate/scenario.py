@@ -16,7 +16,7 @@ from pathlib import Path
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
-from dialerapi.rules import contact_caps
+from dialerapi.rules import campaign_settings, campaigns, contact_caps
 from dialerapi.rules.dialstate import OUTCOMES
 from dialerapi.rules.states import RETRY_OUTCOMES
 
@@ -173,6 +173,10 @@ class ScenarioSchema(Schema):
     retries = fields.Dict(keys=fields.String(validate=OneOf(RETRY_OUTCOMES)), values=fields.Dict(),
                           load_default=dict)
     shared_phone_share = _share()
+    # Issue #67: campaigns, {form_type: its settings over the dialer's}, as `dialerapi campaigns set`
+    # takes them (calendar, abandon rule, retries, ...), with an optional state.
+    campaigns = fields.Dict(keys=fields.String(validate=Length(1, 64)), values=fields.Raw(), validate=Length(0, 50),
+                            load_default=dict)
 
     @validates_schema
     def _consistent(self, data, **kwargs):
@@ -193,6 +197,7 @@ class ScenarioSchema(Schema):
                 raise ValidationError("more agents with a skill than agents", "skills")
             if set(skills) - set(form_types):
                 raise ValidationError("a skill that no lead has", "skills")
+        _check_campaigns(data.get("campaigns") or {}, form_types)
         _check_caps(data.get("contact_caps") or [])
         _check_retries(data.get("retries") or {})
         if not any((data.get("outcomes") or DEFAULT_OUTCOMES).values()):
@@ -240,6 +245,21 @@ def _check_caps(caps):
                 contact_caps.check_regions(cap["region"])
         except contact_caps.InvalidCap as exc:
             raise ValidationError(f"{cap['name']}: {exc}", "contact_caps") from None
+
+
+def _check_campaigns(settings_of, form_types):
+    """Each campaign of a scenario: a form_type of its leads, settings `dialerapi campaigns set` takes."""
+    for form_type, settings in settings_of.items():
+        if form_type not in form_types:
+            raise ValidationError(f"{form_type}: a campaign is a form_type of the scenario's leads", "campaigns")
+        settings = dict(settings) if isinstance(settings, dict) else settings
+        state = settings.pop("state", campaigns.ACTIVE) if isinstance(settings, dict) else None
+        if state not in campaigns.STATES:
+            raise ValidationError(f"{form_type}: state is one of {', '.join(campaigns.STATES)}", "campaigns")
+        try:
+            campaign_settings.check(settings)
+        except campaign_settings.InvalidSettings as exc:
+            raise ValidationError(f"{form_type}: {exc}", "campaigns") from None
 
 
 def _check_retries(retries):
@@ -296,6 +316,7 @@ class Scenario:
     contact_caps: list
     retries: dict
     shared_phone_share: float
+    campaigns: dict
 
     def to_json(self):
         """The scenario as plain JSON values, in the file format `load_scenario` reads."""
