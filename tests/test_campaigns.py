@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ENGINE_SECRET, SUPERVISOR_SECRET, TZ, set_clock, sixteen_at_once
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import calendars, campaign_settings, campaigns, claims, dialstate
+from dialerapi.rules import calendars, campaign_settings, campaigns, claims, dialstate, lead_events
 from dialerapi.rules.floor import floor_state
 
 NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
@@ -277,6 +277,29 @@ def test_a_change_holds_at_the_next_claim_of_another_process_without_a_restart(a
     with pytest.raises(claims.NotClaimable) as refused:
         claim(run)
     assert refused.value.reason == campaigns.CAMPAIGN_PAUSED
+
+
+def test_the_sweep_tells_of_each_personal_callback_past_its_own_campaigns_fallback(new_lead, floor_agent, sql, run):
+    """Issue #67 item 3 (sweeps): credit_card falls back after 5 minutes, seasonal never; home_loan
+    keeps the floor's 30. The sweep's lead.callback_fell_back goes to each callback past its own
+    campaign's fallback, once."""
+    floor_agent(501, skills=("home_loan", "credit_card", "seasonal"))
+    set_campaign(run, "credit_card", personal_callback_fallback_minutes=5)
+    set_campaign(run, "seasonal", personal_callback_fallback_minutes="never")
+    due = {"HOME-EARLY": ("home_loan", 31), "HOME-LATE": ("home_loan", 10), "CARD-1": ("credit_card", 10),
+           "CARD-2": ("credit_card", 4), "SEASON-1": ("seasonal", 60 * 24)}
+    for oli_id, (form_type, minutes_ago) in due.items():
+        new_lead(oli_id, form_type=form_type)
+        sql("UPDATE sales_master SET dial_status = 'Callback', next_retry_at = NULL, callback_scheduled_at = %s,"
+            " callback_agent_id = 501 WHERE oli_id = %s", NOW - timedelta(minutes=minutes_ago), oli_id)
+
+    def tell(conn):
+        return lead_events.fallen_back(conn, NOW, dialstate.load_config(conn), TZ)
+
+    assert run(tell) == 2
+    assert run(tell) == 0
+    told = sql("SELECT oli_id FROM dialerapi_lead_events WHERE type = 'lead.callback_fell_back' ORDER BY oli_id")
+    assert [row["oli_id"] for row in told] == ["CARD-1", "HOME-EARLY"]
 
 
 # Concurrency --------------------------------------------------------------------------------

@@ -175,15 +175,27 @@ def fell_back(conn, row, now, cause):
 
 def fallen_back(conn, now, config, tz, max_rows=500):
     """Tell of every personal callback past its fallback at `now` not yet told of (rules.callbacks);
-    run by the sweep. Returns how many events were written."""
-    minutes = config.personal_callback_fallback_minutes
-    if minutes is None:
-        return 0
-    edge = clock.after(now, -timedelta(minutes=minutes), tz)
-    rows = list(queries.fallen_back_callbacks(conn, edge=edge, max_rows=max_rows))
-    for row in rows:
-        fell_back(conn, row, now, "fallback")
-    return len(rows)
+    run by the sweep. Each lead's fallback is its campaign's personal_callback_fallback_minutes
+    (config.of, issue #67), the floor's for a form_type with no campaign; at most `max_rows` a
+    fallback. Returns how many events were written."""
+    by_minutes = {}
+    for form_type in config.campaigns:
+        by_minutes.setdefault(config.of(form_type).personal_callback_fallback_minutes, []).append(form_type)
+    campaigns = tuple(config.campaigns) or ("",)
+    # The floor's minutes for every form_type without a campaign; a campaign's for its own.
+    reads = [(config.personal_callback_fallback_minutes, True, ("",), campaigns)]
+    reads += [(minutes, False, tuple(form_types), ("",)) for minutes, form_types in sorted(
+        by_minutes.items(), key=lambda item: (item[0] is None, item[0] or 0))]
+    told = 0
+    for minutes, any_form_type, form_types, other_form_types in reads:
+        if minutes is None:
+            continue
+        edge = clock.after(now, -timedelta(minutes=minutes), tz)
+        for row in queries.fallen_back_callbacks(conn, edge=edge, any_form_type=any_form_type, form_types=form_types,
+                                                 other_form_types=other_form_types, max_rows=max_rows):
+            fell_back(conn, row, now, "fallback")
+            told += 1
+    return told
 
 
 def listed(conn, rows, now, source, on_list=True):

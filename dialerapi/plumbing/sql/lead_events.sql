@@ -109,11 +109,14 @@ WHERE m.do_not_call = 0 AND NOT (m.dial_status = 'Calling' AND m.isReserved = 1)
 -- name: leads_by_oli_ids(oli_ids)
 SELECT id, oli_id, data_id FROM sales_master WHERE oli_id IN :oli_ids;
 
--- name: fallen_back_callbacks(edge, max_rows)
--- Personal callbacks due at or before the fallback edge that no event has told of yet.
+-- name: fallen_back_callbacks(edge, any_form_type, form_types, other_form_types, max_rows)
+-- Personal callbacks due at or before the fallback edge that no event has told of yet, of
+-- `form_types` (or of any with :any_form_type), none of `other_form_types` (campaigns with a
+-- fallback of their own: issue #67). Each tuple holds at least one name ('' when none is meant).
 SELECT m.id, m.oli_id, m.data_id, m.callback_agent_id, m.callback_scheduled_at
 FROM sales_master AS m
 WHERE m.callback_agent_id IS NOT NULL AND m.dial_status = 'Callback' AND m.callback_scheduled_at <= :edge
+  AND (:any_form_type OR m.form_type IN :form_types) AND m.form_type NOT IN :other_form_types
   AND NOT EXISTS (SELECT 1 FROM dialerapi_lead_events AS e
                   WHERE e.dedupe_key = CONCAT('fell_back:', m.id, ':', CAST(m.callback_scheduled_at AS CHAR)))
 ORDER BY m.callback_scheduled_at LIMIT :max_rows;
