@@ -18,9 +18,10 @@ from datetime import datetime, timedelta
 import pytest
 import requests
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, cli, set_clock, start_gunicorn
+from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, Sql, cli, make_app, set_clock, start_gunicorn
 from docs_examples import answers, example
-from dialerapi.plumbing import clock
+from dialerapi.plumbing import clock, migrate
+from dialerapi.plumbing.db import get_db, queries
 from dialerapi.rules import abandons, agents, campaigns, claims, dialstate
 from dialerapi.upkeep import jobs
 
@@ -370,6 +371,61 @@ def test_predictive_calls_no_agent_has_taken_count_as_abandons_until_one_does(
     assert sql.one("SELECT call_answered_at, agent_connected_at, predictive_call FROM sales_master"
                    " WHERE oli_id = %s", first) == {"call_answered_at": None, "agent_connected_at": None,
                                                     "predictive_call": 0}
+
+
+def test_a_pending_call_is_late_past_its_own_campaigns_connect_seconds(
+        client, sql, run, floor, floor_agent, play, new_lead):
+    """Issue #67 item 1 (the abandon rule's connect seconds): home_loan's campaign allows 10 s, the
+    floor (credit_card, no campaign) 2 s. An agent taken 5 s after the answer ends a home_loan
+    call's headroom but not a credit_card one's, in the claim (409 abandon_limit with `pending`)
+    and in POST /engine/floor alike."""
+    run(campaigns.update, "home_loan", {"abandon_connect_seconds": 10}, NOW, "test")
+    pending = {}
+    for form_type, first_agent, second_agent in (("home_loan", 501, 503), ("credit_card", 502, 504)):
+        floor_agent(second_agent, skills=(form_type,))
+        for n in range(4):
+            new_lead(f"{form_type}-{n}", form_type=form_type)
+        fill(play, answered=100, abandoned=1, form_type=form_type)
+        calls = [predictive(client, f"{form_type}-p{n}", form_type)[1]["lead"]["oli_id"] for n in range(2)]
+        status, body = predictive(client, f"{form_type}-full", form_type)  # at worst 4 / 103: over 3%
+        assert (status, body["reason"], body["abandons"][0]["pending"]) == (409, "abandon_limit", 2)
+        for oli_id, agent_id in zip(calls, (first_agent, second_agent)):
+            set_clock(NOW)
+            client.post("/engine/bridge", headers=ENGINE, json={"oli_id": oli_id, "request_id": f"b-{oli_id}"})
+            set_clock(NOW + timedelta(seconds=5))
+            client.post("/engine/call-connected", headers=ENGINE, json={
+                "oli_id": oli_id, "agent_id": agent_id, "request_id": f"m-{oli_id}"})
+        sql("UPDATE sales_agents SET ami_idle = 1")
+        groups = {g["form_type"]: g for g in engine_floor(client)["form_types"]}
+        status, body = predictive(client, f"{form_type}-after", form_type)
+        pending[form_type] = (groups[form_type]["abandons"]["pending"], status,
+                              body["abandons"][0]["pending"] if status == 409 else None)
+    assert pending == {"home_loan": (0, 200, None), "credit_card": (2, 409, 2)}
+
+
+def test_campaigns_connect_seconds_are_read_in_a_database_of_the_servers_default_collation(fresh_database, run):
+    """The tables are utf8mb4_unicode_ci whatever the database's default (a MariaDB 10.11 server's
+    is utf8mb4_general_ci): the claim's free_skills and /engine/floor's floor_calls compare a
+    campaign's form_type with them all the same (the rolling-upgrade test found a 500 here)."""
+    migrate.upgrade(fresh_database)
+    app = make_app(fresh_database)
+    with app.app_context():
+        db = get_db()
+        db.run(campaigns.update, "home_loan", {"abandon_connect_seconds": 10}, NOW, "test")
+        sql = Sql(fresh_database)
+        sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (501, 4501, 'Meena', 1, 1)")
+        sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (501, 'home_loan')")
+        sql("INSERT INTO sales_master (oli_id, data_id, phone_number, client_name, form_type, priority_id, dial_status,"
+            " previous_dial_status, isReserved, reservation_id, reserved_at, predictive_call, call_answered_at,"
+            " agent_connected_at, created_at, updated_at) VALUES ('CALL-1', UUID(), '9876543210', 'Meena Sundaram',"
+            " 'home_loan', 2, 'Calling', 'Pending', 1, UUID(), %s, 1, %s, %s, %s, %s)",
+            NOW, NOW, NOW + timedelta(seconds=5), NOW, NOW)
+        config = db.run(dialstate.load_config)
+        skills = db.run(lambda conn: list(queries.free_skills(conn, now=NOW, ahead=True, form_type=None,
+                                                               **abandons.limit_params(NOW, config))))
+        calls = db.run(lambda conn: list(queries.floor_calls(conn, **abandons.connect_params(config))))
+    assert [(row["form_type"], row["pending"]) for row in skills] == [("home_loan", 0)], "5 s is within 10"
+    assert [(row["form_type"], int(row["pending"])) for row in calls] == [("home_loan", 0)]
 
 
 # --- item 4: metrics, report, settings ----------------------------------------------------------

@@ -302,6 +302,31 @@ def test_the_sweep_tells_of_each_personal_callback_past_its_own_campaigns_fallba
     assert [row["oli_id"] for row in told] == ["CARD-1", "HOME-EARLY"]
 
 
+def test_the_agents_list_and_the_lead_show_each_callbacks_own_campaigns_fallback(
+        client, auth, new_lead, floor_agent, sql, run):
+    """Issue #67 item 1 (the personal-callback fallback): in GET /api/callbacks (the socket's
+    `dialer.callbacks`) and GET /api/leads/{oli_id}, credit_card's callback falls back after its
+    campaign's 5 minutes, seasonal's never, home_loan's after the floor's 30."""
+    floor_agent(501, skills=("home_loan", "credit_card", "seasonal"))
+    set_campaign(run, "credit_card", personal_callback_fallback_minutes=5)
+    set_campaign(run, "seasonal", personal_callback_fallback_minutes="never")
+    due_at = NOW + timedelta(minutes=20)
+    for oli_id, form_type in (("HOME-1", "home_loan"), ("CARD-1", "credit_card"), ("SEASON-1", "seasonal")):
+        new_lead(oli_id, form_type=form_type)
+        sql("UPDATE sales_master SET dial_status = 'Callback', next_retry_at = NULL, callback_scheduled_at = %s,"
+            " callback_agent_id = 501 WHERE oli_id = %s", due_at, oli_id)
+    set_clock(NOW)
+    listed = client.get("/api/callbacks?agentId=501", headers=auth).get_json()
+    assert listed["fallback_minutes"] == 30, "the floor's"
+    assert {item["oli_id"]: (item["fallback_minutes"], item["fallback_at"], item["minutes_until_fallback"])
+            for item in listed["items"]} == {
+        "HOME-1": (30, "2026-11-23 10:50:00", 50), "CARD-1": (5, "2026-11-23 10:25:00", 25),
+        "SEASON-1": (None, None, None)}
+    shown = {oli_id: client.get(f"/api/leads/{oli_id}", headers=auth).get_json()["lead"]["callback_fallback_at"]
+             for oli_id in ("HOME-1", "CARD-1", "SEASON-1")}
+    assert shown == {"HOME-1": "2026-11-23 10:50:00", "CARD-1": "2026-11-23 10:25:00", "SEASON-1": None}
+
+
 # Concurrency --------------------------------------------------------------------------------
 
 def test_no_claim_of_a_campaign_commits_after_its_pause_commits(app, client, auth, floor_agent, sql):

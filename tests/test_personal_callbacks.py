@@ -337,7 +337,8 @@ def test_get_callbacks_lists_the_owners_due_and_next_24_hours(client, auth, two_
     first = body["items"][0]
     assert first == {"oli_id": "PAST", "data_id": sql.lead("PAST")["data_id"], "client_name": "Meena Sundaram",
                      "form_type": "home_loan", "callback_scheduled_at": "2026-11-21 09:15:00", "due": True,
-                     "seconds_until_due": 0, "fallback_at": "2026-11-21 09:45:00", "minutes_until_fallback": 0}
+                     "seconds_until_due": 0, "fallback_minutes": 30, "fallback_at": "2026-11-21 09:45:00",
+                     "minutes_until_fallback": 0}
     assert body["items"][2]["seconds_until_due"] == 7200
 
 

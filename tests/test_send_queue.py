@@ -110,6 +110,27 @@ def test_a_client_that_stops_reading_never_holds_up_the_sender_and_is_closed_too
     assert told == [1]
 
 
+def test_a_client_that_reads_every_frame_of_names_in_devanagari_is_never_closed_too_slow(paired):
+    """What is sent is taken off the bound in the bytes it was counted in: a board of agents named
+    in Devanagari (3 bytes a character), read at once, is never more than one frame behind, however
+    long it stays open."""
+    queue = SendQueue(paired, max_bytes=1000)
+    frame = "मीना" * 75  # 900 bytes: two queued would pass the bound
+    received = []
+    reader = threading.Thread(target=lambda: received.extend(paired.read_all()), daemon=True)
+    reader.start()
+    for _ in range(20):
+        assert returns(queue.put, frame) is True
+        deadline = time.monotonic() + WAIT_SECONDS
+        while queue.queued_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert queue.queued_bytes() == 0, "the frame was sent and is off the bound"
+    queue.close(1000, "done")
+    reader.join(WAIT_SECONDS)
+    assert received == [frame] * 20 + ["close 1000 done"]
+    assert not queue.too_slow
+
+
 def test_the_bound_counts_bytes_not_characters(paired):
     """WS_SEND_QUEUE_BYTES is bytes on the wire: 300 characters of Devanagari are 900 bytes."""
     queue = SendQueue(paired, max_bytes=1000)

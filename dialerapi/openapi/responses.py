@@ -153,6 +153,8 @@ class PersonalCallbackSchema(Schema):
                                                                     "description": "Wall-clock DB_TIMEZONE"})
     due = fields.Boolean(required=True)
     seconds_until_due = fields.Integer(required=True, metadata={"description": "0 once due; as of the answer"})
+    fallback_minutes = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "Its campaign's personal_callback_fallback_minutes (the floor's without one); null: never"})
     fallback_at = fields.String(required=True, allow_none=True, metadata={
         "description": "When anyone with the skill may take it (DB_TIMEZONE); null: never"})
     minutes_until_fallback = fields.Integer(required=True, allow_none=True, metadata={
@@ -163,7 +165,8 @@ class AgentCallbacksResponseSchema(Schema):
     ok = fields.Boolean(required=True)
     agent_id = fields.Integer(required=True)
     fallback_minutes = fields.Integer(required=True, allow_none=True, metadata={
-        "description": "personal_callback_fallback_minutes; null: a personal callback never falls back"})
+        "description": "The floor's personal_callback_fallback_minutes (each item has its campaign's); "
+                       "null: a personal callback never falls back"})
     items = fields.List(fields.Nested(PersonalCallbackSchema), required=True, metadata={
         "description": "Due in the next 24 hours or already due, oldest first, at most 100"})
 

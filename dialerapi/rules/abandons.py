@@ -34,6 +34,7 @@ Functions take the connection first and never commit. Times are naive wall-clock
 unless named *_utc.
 """
 
+import json
 from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
@@ -210,13 +211,25 @@ def summary(form_windows, pending, config):
             "over_limit": held(form_windows, pending, config), "windows": form_windows}
 
 
+def connect_params(config):
+    """The parameters of a pending call's late connect (claims.sql free_skills, floor.sql
+    floor_calls): the floor's `connect_seconds` and, as a JSON array of {form_type, seconds},
+    each campaign's that differs from it (issue #67)."""
+    own = [{"form_type": form_type, "seconds": config.of(form_type).abandon_connect_seconds}
+           for form_type in sorted(config.campaigns)]
+    return {"connect_seconds": config.abandon_connect_seconds,
+            "connect_seconds_by_form": json.dumps([item for item in own
+                                                   if item["seconds"] != config.abandon_connect_seconds])}
+
+
 def limit_params(now, config):
     """The parameters of claims.sql free_skills' abandon counts at `now` (enforce: whether to read
-    them: the floor or a campaign enforces its limit), each form_type over its campaign's period."""
+    them: the floor or a campaign enforces its limit), each form_type over its campaign's period
+    and with its campaign's connect seconds."""
     bounds = period_bounds(now, config)
     enforced = config.enforce_abandon_limit or any(config.of(form_type).enforce_abandon_limit
                                                    for form_type in config.campaigns)
-    return {"enforce": enforced, "connect_seconds": config.abandon_connect_seconds,
+    return {"enforce": enforced, **connect_params(config),
             **{name: bounds[name] for name in ("today", "period", "other_period", "other_period_forms", "day_from",
                                                "edge_minute", "edge_hour", "edge_hour_end")}}
 

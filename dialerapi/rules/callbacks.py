@@ -22,7 +22,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import lead_events
+from dialerapi.rules import dialer_config, lead_events
 from dialerapi.rules.states import CALLBACK, UnknownAgent
 
 # The agent's list holds the personal callbacks due within this many hours, and those already due.
@@ -99,29 +99,32 @@ def owner_read(agent_id, skills, now, callbacks_open, zones, max_rows):
 def agent_callbacks(conn, agent_id, now, tz):
     """The `dialer.callbacks` data and GET /api/callbacks body of one agent (issue #40 item 3).
 
-    {agent_id, fallback_minutes (None: never), items: [{oli_id, data_id, client_name, form_type,
-    callback_scheduled_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), due (bool), seconds_until_due (0
-    once due), fallback_at (the same format, None: never), minutes_until_fallback (whole minutes,
-    rounded up, 0 once past, None: never)}]}, as of `now`: a panel counts the seconds on from when
-    it got them (its clock need not agree with the service's). The agent's personal callbacks due
-    in the next LIST_HOURS hours and those already due, oldest first, at most MAX_ITEMS. The caller
-    has found the agent (agents.find_agent, or the missed-activities read of the same socket
-    snapshot), so the roster is not read again here.
+    {agent_id, fallback_minutes (the floor's; None: never), items: [{oli_id, data_id, client_name,
+    form_type, callback_scheduled_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), due (bool),
+    seconds_until_due (0 once due), fallback_minutes (its campaign's, issue #67; None: never),
+    fallback_at (the same format, None: never), minutes_until_fallback (whole minutes, rounded up,
+    0 once past, None: never)}]}, as of `now`: a panel counts the seconds on from when it got them
+    (its clock need not agree with the service's). The agent's personal callbacks due in the next
+    LIST_HOURS hours and those already due, oldest first, at most MAX_ITEMS. The caller has found
+    the agent (agents.find_agent, or the missed-activities read of the same socket snapshot), so
+    the roster is not read again here.
     """
-    minutes = queries.fallback_minutes(conn)
+    config = dialer_config.load_config(conn)
     until = _plus(now, LIST_HOURS * 60, tz)
     items = []
     for row in queries.agent_callbacks(conn, agent_id=agent_id, until=until, max_items=MAX_ITEMS):
         due_at = row["callback_scheduled_at"]
+        minutes = config.of(row["form_type"]).personal_callback_fallback_minutes
         falls_back = fallback_at(due_at, minutes, tz)
         left = None if falls_back is None else max(0, math.ceil(_seconds_between(now, falls_back, tz) / 60))
         items.append({
             "oli_id": row["oli_id"], "data_id": row["data_id"], "client_name": row["client_name"],
             "form_type": row["form_type"], "callback_scheduled_at": clock.format_wall_clock(due_at),
             "due": due_at <= now, "seconds_until_due": max(0, round(_seconds_between(now, due_at, tz))),
-            "fallback_at": clock.format_wall_clock(falls_back), "minutes_until_fallback": left,
+            "fallback_minutes": minutes, "fallback_at": clock.format_wall_clock(falls_back),
+            "minutes_until_fallback": left,
         })
-    return {"agent_id": agent_id, "fallback_minutes": minutes, "items": items}
+    return {"agent_id": agent_id, "fallback_minutes": config.personal_callback_fallback_minutes, "items": items}
 
 
 def floor_counts(conn, now, config, tz=None):

@@ -47,7 +47,7 @@ def floor_state(conn, now, form_type, tz):
         state = STATES[dialstate.unavailable_reason(agents, now)]
         groups.setdefault(agents["form_type"], dict.fromkeys(STATES.values(), 0))[state] += agents["agents"]
     calls = {row["form_type"]: row
-             for row in queries.floor_calls(conn, connect_seconds=config.abandon_connect_seconds)}
+             for row in queries.floor_calls(conn, **abandons.connect_params(config))}
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
     personal = callbacks.floor_counts(conn, now, config, tz) if callbacks_open else {}
     capped = contact_caps.waiting(conn, now)

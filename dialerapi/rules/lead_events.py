@@ -34,6 +34,7 @@ import pymysql
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
+from dialerapi.rules import dialer_config
 from dialerapi.rules.states import UnknownLead, is_live
 
 CALL_ENDED = "lead.call_ended"
@@ -286,14 +287,15 @@ def read_lead(conn, oli_id, before, limit, tz):
     each call {id, outcome, result, agent_id, call_type, form_type, started_at, ended_at,
     answered_at, agent_connected_at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE), connect_seconds,
     late_connect (bool or null), hangup_by, hangup_cause}), "next" (str cursor or None)}. A
-    personal callback's `callback_fallback_at` follows personal_callback_fallback_minutes (None:
-    never); `contact_cap` {cap, frees_at} says why a held lead waits (issue #65), else None.
+    personal callback's `callback_fallback_at` follows its campaign's personal_callback_fallback_minutes
+    (issue #67; None: never); `contact_cap` {cap, frees_at} says why a held lead waits (issue #65), else None.
     Raises states.UnknownLead.
     """
     row = queries.read_lead(conn, oli_id=oli_id, before=before or 2 ** 63 - 1, max_rows=limit, page_rows=limit + 1)
     if row is None:
         raise UnknownLead(oli_id)
-    fallback_minutes = None if row["callback_agent_id"] is None else queries.fallback_minutes(conn)
+    fallback_minutes = (None if row["callback_agent_id"] is None
+                        else dialer_config.load_config(conn).of(row["form_type"]).personal_callback_fallback_minutes)
     owner = row["callback_agent_id"]
     fallback_at = None
     if owner is not None and row["callback_scheduled_at"] is not None and fallback_minutes is not None:

@@ -92,7 +92,7 @@ class SendQueue:
                 self._close = (TRY_AGAIN_LATER, "too_slow")
                 self._cond.notify()
             else:
-                self._frames.append(text)
+                self._frames.append((text, size))
                 self._bytes += size
                 self._cond.notify()
                 return True
@@ -101,6 +101,11 @@ class SendQueue:
             self._on_too_slow()
         self._cut_later()
         return False
+
+    def queued_bytes(self):
+        """The bytes (UTF-8) of the frames queued and not yet taken by the sender."""
+        with self._cond:
+            return self._bytes
 
     def close(self, code, reason):
         """Send what is queued, then close with `code` and `reason`; the connection is cut if the
@@ -136,8 +141,8 @@ class SendQueue:
                 while not self._frames and self._close is None and not self._done:
                     self._cond.wait()
                 if self._frames:
-                    text = self._frames.popleft()
-                    self._bytes -= len(text)
+                    text, size = self._frames.popleft()
+                    self._bytes -= size
                 else:
                     break
             try:

@@ -6,7 +6,7 @@ Before issue #64 the outbox thread wrote every board update itself: once such a 
 full it waited without end, and no panel on that host heard of anything more. Here 16 agents'
 panels time their events (a missed activity filed, then cleared, by another process) while 500
 agents change at a time: first with one board that reads, then with three more that stop reading (two after their snapshot,
-one before it), once the board that reads has been sent more than their buffers hold.
+one after the first bytes of it), once the board that reads has been sent more than their buffers hold.
 Every event still arrives, at the p99 of the first phase (within 2x or 0.5 s: the machine's noise); the three are
 closed as `too_slow` (counted in /health), the reading board stays open, and /health says the
 host's fan-out keeps up. The figures are printed.
@@ -123,13 +123,21 @@ def stalled_board(port, ws_url):
 
 
 def silent_board(port):
-    """A board that opens the socket and reads nothing at all, not even its snapshot."""
+    """A board that opens the socket and reads nothing of its snapshot: it returns once the first
+    bytes of the snapshot's frame have come in (the server has read and encoded it, so the timed
+    phase holds no join; a join's cost is issue #64 item 4's), and reads nothing more."""
     raw = socket.socket()
     raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     raw.connect(("127.0.0.1", port))
     raw.sendall((f"GET /board/ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
                  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                  f"Sec-WebSocket-Version: 13\r\nX-API-Key: {SUPERVISOR_SECRET}\r\n\r\n").encode())
+    raw.settimeout(60)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += raw.recv(1)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    assert raw.recv(1), "the snapshot's frame never began"
     return raw
 
 
@@ -191,10 +199,12 @@ def test_boards_that_never_read_do_not_hold_up_the_panels_of_their_host(socket_h
         silent = silent_board(port)
         frames_before, bytes_before = reading.frames, reading.bytes
         # The panels are timed from the moment the boards stall until the board that reads has been
-        # sent more than the stalled ones' buffers hold.
+        # sent more than the stalled ones' buffers hold, and at least four times as often as before:
+        # a p99 of 384 events or more is not moved by a burst of two or three (CI once had three
+        # events over 1 s in the first round, on a machine busy with something else).
         deadline = time.monotonic() + 180
         with_stalled = []
-        while reading.bytes - bytes_before < FILL_BYTES or len(with_stalled) < len(usual):
+        while reading.bytes - bytes_before < FILL_BYTES or len(with_stalled) < 4 * len(usual):
             assert reading.closed is None and time.monotonic() < deadline, (
                 f"the board that reads got {reading.bytes - bytes_before} bytes in 180 s: the fan-out "
                 "waits on the boards that do not read")
@@ -211,6 +221,9 @@ def test_boards_that_never_read_do_not_hold_up_the_panels_of_their_host(socket_h
           f"p99 {p99(usual) * 1000:.0f} ms; with {STALLED_BOARDS} boards that never read ({len(with_stalled)}) p50 "
           f"{statistics.median(with_stalled) * 1000:.0f} ms p99 {p99(with_stalled) * 1000:.0f} ms; "
           f"{changes} agent changes; the reading board got {reading.frames} frames")
+    slowest = sorted(range(len(with_stalled)), key=with_stalled.__getitem__)[-4:]
+    print("the slowest with them (round, event, ms): " + ", ".join(
+        f"({n // (2 * PANELS)}, {n % (2 * PANELS)}, {with_stalled[n] * 1000:.0f})" for n in slowest))
     assert p99(with_stalled) <= max(2 * p99(usual), p99(usual) + 0.5)
     assert reading.closed is None and reading.frames > frames_before, "the board that reads was served throughout"
     assert answer["checks"]["agent_sockets"]["ok"], answer["checks"]["agent_sockets"]

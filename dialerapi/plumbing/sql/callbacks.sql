@@ -15,11 +15,6 @@ WHERE callback_agent_id = :agent_id AND callback_scheduled_at <= :now AND :callb
 ORDER BY callback_scheduled_at, id
 LIMIT :max_rows;
 
--- name: fallback_minutes()$
--- personal_callback_fallback_minutes alone: an agent's list needs nothing else of the floor's
--- settings, and every socket's snapshot reads it.
-SELECT personal_callback_fallback_minutes FROM sales_dialer_config WHERE id = 1;
-
 -- name: agent_callbacks(agent_id, until, max_items)
 -- An agent's personal callbacks that a claim may take, due at or before :until, oldest first.
 SELECT oli_id, data_id, client_name, form_type, callback_scheduled_at

@@ -109,7 +109,7 @@ ORDER BY a.id;
 -- name: lead_exists(oli_id)$
 SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 
--- name: free_skills(now, ahead, form_type, enforce, today, period, other_period, other_period_forms, day_from, edge_minute, edge_hour, edge_hour_end, connect_seconds)
+-- name: free_skills(now, ahead, form_type, enforce, today, period, other_period, other_period_forms, day_from, edge_minute, edge_hour, edge_hour_end, connect_seconds, connect_seconds_by_form)
 -- Per skill (only :form_type when not NULL) of the agents free to take a predictive call: whether
 -- one of them allows every priority (no priority list), and the priorities they allow (';'-separated).
 -- Free is claim rule 1 as dialstate.unavailable_reason says it (tests/test_claims.py holds the two
@@ -121,6 +121,9 @@ SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 -- and its pending predictive calls; each a primary-key range of a few rows, read only when enforced.
 -- The period is the form_type's campaign's (issue #67): :other_period for :other_period_forms, each
 -- in a statement of its own, so that a constant period still picks one range of the counts' key.
+-- A pending call's connect is late past its campaign's seconds: :connect_seconds_by_form, a JSON
+-- array of {form_type, seconds} for the campaigns that differ from the floor's :connect_seconds; its
+-- form_type is read in the tables' collation, which a database's default need not be.
 SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
        GROUP_CONCAT(DISTINCT p.priority_id ORDER BY p.priority_id SEPARATOR ';') AS priorities,
        IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
@@ -150,15 +153,19 @@ SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
                      WHERE m.dial_status = 'Calling' AND m.isReserved = 1 AND m.form_type = s.form_type
                        AND m.predictive_call = 1
                        AND (m.agent_connected_at IS NULL OR m.agent_connected_at < m.reserved_at
-                            OR TIMESTAMPDIFF(SECOND, m.call_answered_at, m.agent_connected_at) > :connect_seconds)),
+                            OR TIMESTAMPDIFF(SECOND, m.call_answered_at, m.agent_connected_at)
+                               > COALESCE(own.seconds, :connect_seconds))),
           NULL) AS pending
 FROM sales_agents AS a
 JOIN sales_agent_skills AS s ON s.agent_id = a.id
 LEFT JOIN sales_agent_priorities AS p ON p.agent_id = a.id
+LEFT JOIN JSON_TABLE(:connect_seconds_by_form, '$[*]'
+                     COLUMNS (form_type VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci PATH '$.form_type',
+                              seconds INT PATH '$.seconds')) AS own ON own.form_type = s.form_type
 WHERE a.panel_active = 1 AND (a.pause_code IS NULL OR a.pause_code = '') AND a.outbound_blocked = 0
   AND (:ahead OR (a.ami_idle = 1 AND (a.wrapup_until IS NULL OR a.wrapup_until <= :now)))
   AND (:form_type IS NULL OR s.form_type = :form_type)
-GROUP BY s.form_type
+GROUP BY s.form_type, own.seconds
 ORDER BY s.form_type;
 
 -- name: set_agent_claim(agent_id, lead_id, reservation_id)!

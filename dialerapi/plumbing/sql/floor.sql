@@ -17,19 +17,24 @@ JOIN sales_agent_skills AS s ON s.agent_id = a.id
 GROUP BY s.form_type, a.panel_active, a.pause_code, a.ami_idle, IF(a.wrapup_until > :now, a.wrapup_until, NULL),
          a.outbound_blocked;
 
--- name: floor_calls(connect_seconds)
+-- name: floor_calls(connect_seconds, connect_seconds_by_form)
 -- Live reservations per form_type, and how many of them have had call-connected (an open missed
 -- activity of the lead): the rest are ringing, or answered and waiting for a bridge. Reads the
 -- (dial_status, isReserved, ...) index prefix: as many rows as calls are live. `pending` (issue
--- #37): the predictive ones no agent took yet, or one took more than :connect_seconds after the
--- answer, which the abandon limit counts as abandons until they settle (claims.sql free_skills).
+-- #37): the predictive ones no agent took yet, or one took more than its campaign's connect seconds
+-- after the answer (as in claims.sql free_skills, issue #67), which the abandon limit counts as
+-- abandons until they settle.
 SELECT m.form_type, COUNT(*) AS reserved,
        SUM(EXISTS (SELECT 1 FROM sales_missed_activities AS x
                    WHERE x.lead_id = m.id AND x.ended_at IS NULL)) AS connected,
        SUM(m.predictive_call = 1
            AND (m.agent_connected_at IS NULL OR m.agent_connected_at < m.reserved_at
-                OR TIMESTAMPDIFF(SECOND, m.call_answered_at, m.agent_connected_at) > :connect_seconds)) AS pending
+                OR TIMESTAMPDIFF(SECOND, m.call_answered_at, m.agent_connected_at)
+                   > COALESCE(own.seconds, :connect_seconds))) AS pending
 FROM sales_master AS m
+LEFT JOIN JSON_TABLE(:connect_seconds_by_form, '$[*]'
+                     COLUMNS (form_type VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci PATH '$.form_type',
+                              seconds INT PATH '$.seconds')) AS own ON own.form_type = m.form_type
 WHERE m.dial_status = 'Calling' AND m.isReserved = 1
 GROUP BY m.form_type;
 

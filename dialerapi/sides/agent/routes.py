@@ -49,9 +49,9 @@ def agent_callbacks():
     """One agent's personal callbacks (issue #40): due in the next 24 hours and already due, oldest first.
 
     Query: exactly one of agentId and extension (with an agent token, neither: the token's agent).
-    200 {ok, agent_id, fallback_minutes, items: [{oli_id, data_id, client_name, form_type,
-    callback_scheduled_at, due, fallback_at, minutes_until_fallback}]} (times 'YYYY-MM-DD HH:MM:SS'
-    DB_TIMEZONE; rules.callbacks.agent_callbacks); the same as the socket's `dialer.callbacks`. 404
+    200 {ok, agent_id, fallback_minutes (the floor's), items: [{oli_id, data_id, client_name,
+    form_type, callback_scheduled_at, due, fallback_minutes (its campaign's), fallback_at,
+    minutes_until_fallback}]} (times 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE; rules.callbacks.agent_callbacks); the same as the socket's `dialer.callbacks`. 404
     unknown_agent / unknown_extension; 400 for neither, both or a malformed value; 403 forbidden for
     an agent token of another agent.
     """
