@@ -48,3 +48,13 @@ def test_an_upward_or_sideways_import_breaks_its_contract(tmp_path, module, line
 def test_the_served_openapi_document_is_unchanged_byte_for_byte(client):
     """A change to the API updates tests/data/openapi.json in the same commit, on purpose."""
     assert client.get("/openapi.json").data == (ROOT / "tests" / "data" / "openapi.json").read_bytes()
+
+
+# Issue #67 item 9: small modules a reader takes in whole (the guide's "small modules").
+MODULE_MAX_LINES = 450
+
+
+def test_every_module_stays_under_450_lines():
+    long = {str(path.relative_to(ROOT)): count for path in sorted((ROOT / "dialerapi").rglob("*.py"))
+            if (count := len(path.read_text(encoding="utf-8").splitlines())) >= MODULE_MAX_LINES}
+    assert long == {}, f"modules of {MODULE_MAX_LINES} lines or more: split them"
