@@ -17,6 +17,8 @@ speed drifts), each of BLOCK rounds:
 - a settle (dialstate.settle, outcomes drawn as in the history: 39% answered, 1% abandoned), of a
   lead claimed progressively in the same transaction just before (not timed), rolled back: timed.
 "off" is enforce_abandon_limit = 0, "on" is 1. Target: p99 on within 1.1x of off, for each.
+BENCH_ABANDON_CAMPAIGNS=1 runs both modes with every form_type a campaign whose
+abandon_connect_seconds is not the floor's (issue #67), so each enforced claim joins them.
 
 Last, `dialerapi report abandons` over a year of history (abandons.report), timed (target: seconds).
 
@@ -34,11 +36,14 @@ from datetime import datetime, timedelta
 from claim_bench import AGENTS, FORM_TYPES, UTC, percentile, prepare
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules import abandons, claims, dialstate
+from dialerapi.rules import abandons, campaigns, claims, dialstate
 
 DAYS = 30
 CALLS_PER_DAY = int(os.environ.get("BENCH_ABANDON_CALLS_PER_DAY", 200_000))
 BLOCK = int(os.environ.get("BENCH_ABANDON_BLOCK", 250))
+# BENCH_ABANDON_CAMPAIGNS=1: every form_type a campaign whose abandon_connect_seconds (3) is not the
+# floor's (2), in both modes, so each enforced claim joins the campaigns' seconds (issue #67).
+CAMPAIGNS = os.environ.get("BENCH_ABANDON_CAMPAIGNS") == "1"
 TARGET_RATIO = 1.1
 OUTCOMES = ["answered"] * 39 + ["abandoned"] + ["no_answer"] * 40 + ["busy"] * 20
 
@@ -120,6 +125,19 @@ def enforce(url, on):
     conn.close()
 
 
+def own_connect_seconds(url, now, on):
+    """Give every form_type a campaign with its own abandon_connect_seconds, or take them all away."""
+    conn = connect(url)
+    with conn.cursor() as cur:
+        cur.execute("DELETE FROM dialerapi_campaigns")
+        cur.execute("DELETE FROM dialerapi_campaign_changes")
+        cur.execute("DELETE FROM dialerapi_lead_events WHERE type LIKE 'campaign.%%'")
+    for form_type in FORM_TYPES if on else ():
+        campaigns.update(conn, form_type, {"abandon_connect_seconds": 3}, now, "bench")
+    conn.commit()
+    conn.close()
+
+
 def block(db, now, rng):
     """BLOCK rounds of a predictive claim and a settle, each rolled back: their times in ms."""
     claim_ms, settle_ms, refused = [], [], 0
@@ -152,6 +170,7 @@ def main():
     now = clock.now(UTC)
     url = prepare(now)
     build_history(url, now)
+    own_connect_seconds(url, now, CAMPAIGNS)
     db = Database(url, pool_size=2)
     rng = random.Random(37)
     times = {state: {"claim": [], "settle": []} for state in ("off", "on")}
@@ -178,12 +197,14 @@ def main():
     finally:
         enforce(url, True)
         db.close()
+        own_connect_seconds(url, now, False)
     figures = {state: {op: summary(values) for op, values in ops.items()} for state, ops in times.items()}
     ratios = {op: round(figures["on"][op]["p99"] / figures["off"][op]["p99"], 3) for op in ("claim", "settle")}
     result = {
         "date": datetime.now().isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "history": {"days": DAYS, "calls_per_day": CALLS_PER_DAY, "records": DAYS * CALLS_PER_DAY},
+        "campaigns_with_own_connect_seconds": len(FORM_TYPES) if CAMPAIGNS else 0,
         "rounds_each_way": 4 * BLOCK, "figures_ms": figures, "p99_ratio_on_off": ratios,
         "refused_on": refused["on"], "target_ratio": TARGET_RATIO,
         "report_one_year_seconds": {"30d": round(report_seconds, 2), "24h": round(report_24h_seconds, 2)},
@@ -191,7 +212,8 @@ def main():
     }
     result["target_met"] = all(ratio <= TARGET_RATIO for ratio in ratios.values()) and refused["on"] == 0
     print(f"\npredictive claims and settles with the abandon limit enforced beside not; history {DAYS} days of "
-          f"{CALLS_PER_DAY:,} calls a day; {4 * BLOCK} rounds each way (off, on, on, off, twice)")
+          f"{CALLS_PER_DAY:,} calls a day; {4 * BLOCK} rounds each way (off, on, on, off, twice)"
+          + ("; every form_type a campaign with its own connect seconds" if CAMPAIGNS else ""))
     print(f"{'':10}{'off p50':>9}{'off p99':>9}{'on p50':>9}{'on p99':>9}{'ratio':>8}")
     for op in ("claim", "settle"):
         off, on = figures["off"][op], figures["on"][op]

@@ -123,7 +123,8 @@ SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 -- in a statement of its own, so that a constant period still picks one range of the counts' key.
 -- A pending call's connect is late past its campaign's seconds: :connect_seconds_by_form, a JSON
 -- array of {form_type, seconds} for the campaigns that differ from the floor's :connect_seconds; its
--- form_type is read in the tables' collation, which a database's default need not be.
+-- form_type is read in the tables' collation, which a database's default need not be. Looked up
+-- only for a live call an agent has taken (floor.sql floor_calls joins it: its rows are the calls).
 SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
        GROUP_CONCAT(DISTINCT p.priority_id ORDER BY p.priority_id SEPARATOR ';') AS priorities,
        IF(:enforce, (SELECT CONCAT(COALESCE(SUM(c.answered), 0), ';', COALESCE(SUM(c.abandoned), 0), ';0;',
@@ -154,18 +155,20 @@ SELECT s.form_type, MAX(p.agent_id IS NULL) AS all_priorities,
                        AND m.predictive_call = 1
                        AND (m.agent_connected_at IS NULL OR m.agent_connected_at < m.reserved_at
                             OR TIMESTAMPDIFF(SECOND, m.call_answered_at, m.agent_connected_at)
-                               > COALESCE(own.seconds, :connect_seconds))),
+                               > COALESCE((SELECT own.seconds
+                                           FROM JSON_TABLE(:connect_seconds_by_form, '$[*]' COLUMNS (
+                                                  form_type VARCHAR(64) CHARACTER SET utf8mb4
+                                                    COLLATE utf8mb4_unicode_ci PATH '$.form_type',
+                                                  seconds INT PATH '$.seconds')) AS own
+                                           WHERE own.form_type = s.form_type), :connect_seconds))),
           NULL) AS pending
 FROM sales_agents AS a
 JOIN sales_agent_skills AS s ON s.agent_id = a.id
 LEFT JOIN sales_agent_priorities AS p ON p.agent_id = a.id
-LEFT JOIN JSON_TABLE(:connect_seconds_by_form, '$[*]'
-                     COLUMNS (form_type VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci PATH '$.form_type',
-                              seconds INT PATH '$.seconds')) AS own ON own.form_type = s.form_type
 WHERE a.panel_active = 1 AND (a.pause_code IS NULL OR a.pause_code = '') AND a.outbound_blocked = 0
   AND (:ahead OR (a.ami_idle = 1 AND (a.wrapup_until IS NULL OR a.wrapup_until <= :now)))
   AND (:form_type IS NULL OR s.form_type = :form_type)
-GROUP BY s.form_type, own.seconds
+GROUP BY s.form_type
 ORDER BY s.form_type;
 
 -- name: set_agent_claim(agent_id, lead_id, reservation_id)!
