@@ -5,13 +5,17 @@ test_webhook_faults.py kills the real dispatcher under gunicorn."""
 
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from dialerapi.upkeep.keeper import Keeper
 
 BOUND = 30.0
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def wait_for(predicate, what):
@@ -78,3 +82,28 @@ def test_a_start_that_fails_is_tried_again(tmp_path):
         assert kept._thread.is_alive() and kept.starts == 1
     finally:
         kept.stop(timeout=5)
+
+
+def test_a_kept_child_ends_when_the_keepers_process_is_killed(tmp_path):
+    """The child asks for SIGTERM at its parent's death itself (die_with_parent: the keeper spawns
+    with posix_spawn, which runs no code of ours between fork and exec): a SIGKILLed master leaves
+    no dispatcher behind."""
+    child = tmp_path / "child.py"
+    child.write_text("import time\nfrom dialerapi.upkeep.keeper import die_with_parent\n"
+                     "die_with_parent()\nprint('child ready', flush=True)\ntime.sleep(1000)\n")
+    keeping = tmp_path / "keeping.py"
+    keeping.write_text("import sys, time\nfrom dialerapi.upkeep.keeper import Keeper\n"
+                       f"kept = Keeper([sys.executable, {str(child)!r}])\nkept.start()\n"
+                       "while kept.pid is None:\n    time.sleep(0.01)\n"
+                       "print('pid', kept.pid, flush=True)\ntime.sleep(1000)\n")
+    process = subprocess.Popen([sys.executable, str(keeping)], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        lines = [process.stdout.readline().split() for _ in range(2)]
+        pid = next(int(words[1]) for words in lines if words[0] == "pid")
+        assert ["child", "ready"] in lines and running(pid)
+        process.kill()
+        process.wait(10)
+        wait_for(lambda: not running(pid), "the kept child's end after its keeper's")
+    finally:
+        process.kill()

@@ -15,6 +15,7 @@ from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.plumbing.webhook_http import Refused, Sender, resolve
 from dialerapi.rules import lead_events, webhooks
+from dialerapi.upkeep.keeper import die_with_parent
 from dialerapi.upkeep.webhooks import Dispatcher, utc_now
 
 log = logging.getLogger(__name__)
@@ -184,6 +185,7 @@ def webhooks_dispatch():
     the hosts' dispatchers one holds the sending lease at a time and the others stand by. Run it
     yourself only where no gunicorn runs with jobs on.
     """
+    die_with_parent()
     background()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -2,6 +2,13 @@
 (`dialerapi webhooks dispatch`), which the HTTP pool's master starts when JOBS_ENABLED
 (deploy/gunicorn.conf.py). Started once and never again, a dispatcher killed by a SIGKILL or the
 OOM killer left its host sending no webhook until someone restarted the service.
+
+The child is started with posix_spawn, not fork and exec through a pipe: the master forks its
+workers from another thread at any moment, and a worker forked while subprocess.Popen waited on
+its error pipe (for the child's exec) kept the pipe's write end open for its whole life, so that
+Popen never returned and a dispatcher killed later was never seen to end (CI, 2026-11-29: "no new
+dispatcher within 30 s"). posix_spawn creates no pipe and holds the calling thread only until the
+exec. The child asks for SIGTERM when its parent dies itself (`die_with_parent`).
 """
 
 import ctypes
@@ -9,29 +16,41 @@ import logging
 import os
 import select
 import signal
-import subprocess
 import threading
 
 log = logging.getLogger(__name__)
 
 # Between an end and the next start: a command that fails at once does not spin a core.
 RESTART_SECONDS = 1.0
+# The pid of the process that spawned a kept child, in the child's environment.
+PARENT_ENV = "DIALERAPI_KEEPER_PID"
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent():
-    """In the child: SIGTERM when the process that started it dies, however it dies."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+def die_with_parent(signum=signal.SIGTERM):
+    """In a child a Keeper started: `signum` when the keeper's process dies, however it dies
+    (PR_SET_PDEATHSIG); exits at once when that process died before this call. Does nothing in a
+    process no Keeper started."""
+    parent = os.environ.get(PARENT_ENV)
+    if not parent:
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum)
+    except (OSError, AttributeError):  # not Linux
+        return
+    if os.getppid() != int(parent):
+        os._exit(1)
 
 
 class Keeper:
-    """Runs `command` (an argv list) and runs it again RESTART_SECONDS after it ends, for any reason,
-    until `stop()`.
+    """Runs `command` (an argv list; its program found on PATH) and runs it again RESTART_SECONDS
+    after it ends, for any reason, until `stop()`.
 
     A daemon thread of the process that calls `start()` waits on the child's pidfd, which turns
     readable when the child ends even after another part of the process reaped it (gunicorn's
-    master reaps every child in its SIGCHLD handler). The child gets SIGTERM when this process dies
-    (PR_SET_PDEATHSIG). `logger`: anything with `.error(msg, *args)` (gunicorn's server.log).
+    master reaps every child in its SIGCHLD handler). The child's environment names this process
+    (PARENT_ENV) for `die_with_parent`. `logger`: anything with `.error(msg, *args)` (gunicorn's
+    server.log).
     """
 
     def __init__(self, command, logger=None, restart_seconds=RESTART_SECONDS):
@@ -41,14 +60,14 @@ class Keeper:
         self.starts = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._process = None
+        self._pid = None
         self._thread = threading.Thread(target=self._run, name="keeper", daemon=True)
 
     @property
     def pid(self):
         """The pid of the running child (None before the first start)."""
         with self._lock:
-            return self._process.pid if self._process else None
+            return self._pid
 
     def start(self):
         self._thread.start()
@@ -57,13 +76,10 @@ class Keeper:
         """Stop keeping: SIGTERM the child, SIGKILL it after `timeout` seconds."""
         with self._lock:
             self._stopping.set()
-            process = self._process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            pid = self._pid
+        if pid is not None and _signal(pid, signal.SIGTERM) and not _ended_within(pid, timeout):
+            _signal(pid, signal.SIGKILL)
+            _ended_within(pid, timeout)
         self._thread.join(timeout)
 
     def _run(self):
@@ -72,32 +88,56 @@ class Keeper:
                 if self._stopping.is_set():
                     return
                 try:
-                    self._process = subprocess.Popen(self.command, preexec_fn=_die_with_parent)
-                except Exception as exc:  # a fork refused (no memory, no pid): the thread must live on
+                    self._pid = os.posix_spawnp(self.command[0], self.command,
+                                                {**os.environ, PARENT_ENV: str(os.getpid())})
+                except Exception as exc:  # a spawn refused (no memory, no pid): the thread must live on
                     pid = None
                     self.logger.error("could not start %s (%s); trying again in %s s", " ".join(self.command[-2:]),
                                       exc, self.restart_seconds)
                 else:
                     self.starts += 1
-                    pid = self._process.pid
+                    pid = self._pid
             if pid is not None:
                 self._wait_for_end(pid)
                 if self._stopping.is_set():
                     return
+                with self._lock:  # its pid may go to another process now
+                    self._pid = None
                 self.logger.error("%s (pid %s) ended; starting it again in %s s", " ".join(self.command[-2:]), pid,
                                   self.restart_seconds)
             if self._stopping.wait(self.restart_seconds):
                 return
 
     def _wait_for_end(self, pid):
-        try:
-            descriptor = os.pidfd_open(pid)
-        except ProcessLookupError:  # ended and reaped already
-            return
-        try:
-            while not self._stopping.is_set():
-                ready, _, _ = select.select([descriptor], [], [], 1.0)
-                if ready:
-                    return
-        finally:
-            os.close(descriptor)
+        while not self._stopping.is_set():
+            if _ended_within(pid, 1.0):
+                return
+
+
+def _signal(pid, signum):
+    """Send `signum` to `pid`; False when it has ended and been reaped already."""
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _ended_within(pid, seconds):
+    """True when the child `pid` has ended within `seconds` (reaped here unless someone else reaped it)."""
+    try:
+        descriptor = os.pidfd_open(pid)
+    except ProcessLookupError:  # ended and reaped already
+        return True
+    try:
+        poller = select.poll()  # not select(): a descriptor past 1024 is fine here
+        poller.register(descriptor, select.POLLIN)
+        if not poller.poll(seconds * 1000):
+            return False
+    finally:
+        os.close(descriptor)
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # gunicorn's master reaped it first
+        pass
+    return True
