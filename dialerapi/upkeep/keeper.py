@@ -46,9 +46,10 @@ class Keeper:
     """Runs `command` (an argv list; its program found on PATH) and runs it again RESTART_SECONDS
     after it ends, for any reason, until `stop()`.
 
-    A daemon thread of the process that calls `start()` waits on the child's pidfd, which turns
-    readable when the child ends even after another part of the process reaped it (gunicorn's
-    master reaps every child in its SIGCHLD handler). The child's environment names this process
+    A daemon thread of the process that calls `start()` spawns the child and waits on its pidfd,
+    opened at the spawn, which turns readable when the child ends even after another part of the
+    process reaped it (gunicorn's master reaps every child in its SIGCHLD handler) and never names
+    another process that got the pid since. The child's environment names this process
     (PARENT_ENV) for `die_with_parent`. `logger`: anything with `.error(msg, *args)` (gunicorn's
     server.log).
     """
@@ -60,12 +61,14 @@ class Keeper:
         self.starts = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._stop_timeout = 0.0
         self._pid = None
+        self._descriptor = None  # the running child's pidfd, owned by the thread
         self._thread = threading.Thread(target=self._run, name="keeper", daemon=True)
 
     @property
     def pid(self):
-        """The pid of the running child (None before the first start)."""
+        """The pid of the running child (None before the first start and between two)."""
         with self._lock:
             return self._pid
 
@@ -73,14 +76,13 @@ class Keeper:
         self._thread.start()
 
     def stop(self, timeout):
-        """Stop keeping: SIGTERM the child, SIGKILL it after `timeout` seconds."""
+        """Stop keeping: SIGTERM the child, SIGKILL it after `timeout` seconds; returns once it ended."""
         with self._lock:
+            self._stop_timeout = timeout
             self._stopping.set()
-            pid = self._pid
-        if pid is not None and _signal(pid, signal.SIGTERM) and not _ended_within(pid, timeout):
-            _signal(pid, signal.SIGKILL)
-            _ended_within(pid, timeout)
-        self._thread.join(timeout)
+            if self._descriptor is not None:
+                _send(self._descriptor, signal.SIGTERM)
+        self._thread.join(2 * timeout + 2)
 
     def _run(self):
         while True:
@@ -88,56 +90,67 @@ class Keeper:
                 if self._stopping.is_set():
                     return
                 try:
-                    self._pid = os.posix_spawnp(self.command[0], self.command,
-                                                {**os.environ, PARENT_ENV: str(os.getpid())})
+                    pid = os.posix_spawnp(self.command[0], self.command, {**os.environ, PARENT_ENV: str(os.getpid())})
                 except Exception as exc:  # a spawn refused (no memory, no pid): the thread must live on
                     pid = None
                     self.logger.error("could not start %s (%s); trying again in %s s", " ".join(self.command[-2:]),
                                       exc, self.restart_seconds)
                 else:
                     self.starts += 1
-                    pid = self._pid
+                    self._pid, self._descriptor = pid, _pidfd(pid)
             if pid is not None:
                 self._wait_for_end(pid)
                 if self._stopping.is_set():
                     return
-                with self._lock:  # its pid may go to another process now
-                    self._pid = None
                 self.logger.error("%s (pid %s) ended; starting it again in %s s", " ".join(self.command[-2:]), pid,
                                   self.restart_seconds)
             if self._stopping.wait(self.restart_seconds):
                 return
 
     def _wait_for_end(self, pid):
-        while not self._stopping.is_set():
-            if _ended_within(pid, 1.0):
-                return
+        """Until the child ended (after stop(): within its timeout, SIGKILLed past it); reaps it
+        unless someone else did, and forgets it."""
+        descriptor = self._descriptor
+        ended = _readable(descriptor, None if descriptor is None else 0)
+        while not ended and not self._stopping.is_set():
+            ended = _readable(descriptor, 1.0)
+        if not ended:  # stop() sent SIGTERM
+            ended = _readable(descriptor, self._stop_timeout)
+            if not ended:
+                _send(descriptor, signal.SIGKILL)
+                _readable(descriptor, self._stop_timeout)
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # gunicorn's master reaped it first
+            pass
+        with self._lock:
+            if descriptor is not None:
+                os.close(descriptor)
+            self._descriptor = None
+            if not self._stopping.is_set():
+                self._pid = None  # the pid may go to another process now
 
 
-def _signal(pid, signum):
-    """Send `signum` to `pid`; False when it has ended and been reaped already."""
+def _pidfd(pid):
+    """A pidfd of the child `pid`, or None when it has ended and been reaped already."""
     try:
-        os.kill(pid, signum)
+        return os.pidfd_open(pid)
     except ProcessLookupError:
-        return False
-    return True
+        return None
 
 
-def _ended_within(pid, seconds):
-    """True when the child `pid` has ended within `seconds` (reaped here unless someone else reaped it)."""
-    try:
-        descriptor = os.pidfd_open(pid)
-    except ProcessLookupError:  # ended and reaped already
+def _readable(descriptor, seconds):
+    """True when the child of pidfd `descriptor` (None: ended and reaped) has ended within `seconds`."""
+    if descriptor is None:
         return True
+    poller = select.poll()  # not select(): a descriptor past 1024 is fine here
+    poller.register(descriptor, select.POLLIN)
+    return bool(poller.poll(seconds * 1000))
+
+
+def _send(descriptor, signum):
+    """`signum` to the child of pidfd `descriptor` (nothing when it has ended)."""
     try:
-        poller = select.poll()  # not select(): a descriptor past 1024 is fine here
-        poller.register(descriptor, select.POLLIN)
-        if not poller.poll(seconds * 1000):
-            return False
-    finally:
-        os.close(descriptor)
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:  # gunicorn's master reaped it first
+        signal.pidfd_send_signal(descriptor, signum)
+    except ProcessLookupError:
         pass
-    return True
