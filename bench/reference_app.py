@@ -9,8 +9,8 @@ dialerapi_call_zones (adding a new one), and write every lead with one multi-row
 DUPLICATE KEY UPDATE of the same columns and values as the service (ending a personal callback,
 issue #40, as it does), `next_retry_at` included: NULL
 inside working hours, else the next work_start (lead-intake-api.md, "Dial-state reset"), computed
-once per batch; phone_e164, do_not_call and call_zone_id as issue #30 has them (phonenumbers: the
-number read with the region, or with a `+` when that is not valid). Then it answers {"ok": true}.
+once per batch; phone_e164, do_not_call and call_zone_id as issues #30 and #68 have them (phonenumbers: the
+number read with the region, or with a `+` when that is not valid; the zone set with its regions). Then it answers {"ok": true}.
 No validation, authentication, priority catalog, live-lead check, request log or metrics.
 "Now" is UTC wall-clock time, as the service's with DB_TIMEZONE=UTC (the benchmark's setting; the
 reference knows no other zone). Plain PyMySQL, one connection per thread.
@@ -36,6 +36,8 @@ import pymysql
 import pymysql.cursors
 from flask import Flask, request
 
+from dialerapi.rules.us_area_codes import AREA_CODES  # data generated from phonenumbers, not the service's code
+
 app = Flask(__name__)
 local = threading.local()
 
@@ -49,8 +51,9 @@ LOCK = ("SELECT id, oli_id, data_id, dial_status, isReserved, callback_agent_id"
 UPSERT = """INSERT INTO sales_master
   (oli_id, data_id, phone_number, client_name, form_type, priority_id, phone_e164, do_not_call, call_zone_id,
    dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at,
-   next_retry_at, callback_scheduled_at, call_count, isReserved, created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+   next_retry_at, callback_scheduled_at, call_count, isReserved, created_at, updated_at, region, postal_code,
+   consent_type, consent_at, consent_source)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON DUPLICATE KEY UPDATE
   data_id = VALUES(data_id), phone_number = VALUES(phone_number), client_name = VALUES(client_name),
   phone_e164 = VALUES(phone_e164), do_not_call = VALUES(do_not_call), call_zone_id = VALUES(call_zone_id),
@@ -60,7 +63,8 @@ ON DUPLICATE KEY UPDATE
   last_attempt_at = VALUES(last_attempt_at), first_attempt_at = VALUES(first_attempt_at),
   next_retry_at = VALUES(next_retry_at), callback_scheduled_at = VALUES(callback_scheduled_at),
   call_count = VALUES(call_count), isReserved = VALUES(isReserved), updated_at = VALUES(updated_at),
-  callback_agent_id = NULL"""
+  region = VALUES(region), postal_code = VALUES(postal_code), consent_type = VALUES(consent_type),
+  consent_at = VALUES(consent_at), consent_source = VALUES(consent_source), callback_agent_id = NULL"""
 
 
 def utcnow():
@@ -109,8 +113,17 @@ def e164(digits, region):
 
 
 def zone_key(number):
-    names = () if number is None else phonenumbers.timezone.time_zones_for_number(phonenumbers.parse(f"+{number}"))
-    names = ";".join(sorted({name for name in names if name != "Etc/Unknown"}))
+    """The call zone's key and names: the number's IANA zones, then its regions (issue #68): a US
+    number's states by area code (the generated data table us_area_codes.py), another's country."""
+    parsed = None if number is None else phonenumbers.parse(f"+{number}")
+    names = () if parsed is None else phonenumbers.timezone.time_zones_for_number(parsed)
+    names = sorted({name for name in names if name != "Etc/Unknown"})
+    country = None if parsed is None else phonenumbers.region_code_for_number(parsed)
+    if country == "US":
+        names += [f"@US-{state}" for state in sorted(AREA_CODES.get(int(str(parsed.national_number)[:3]), ()))]
+    elif country:
+        names.append(f"@{country}")
+    names = ";".join(names)
     return hashlib.sha1(names.encode("ascii")).hexdigest(), names
 
 
@@ -150,7 +163,7 @@ def push():
                 rows[oli_id] = (
                     oli_id, str(uuid.uuid4()), digits[oli_id], lead["client_name"], lead["form_type"],
                     lead["priority_id"], number, number in listed, ids[keys[oli_id][0]], "Pending", None, None, None,
-                    None, None, None, retry_at, None, 0, 0, now, now)
+                    None, None, None, retry_at, None, 0, 0, now, now, None, None, None, None, None)
             cur.executemany(UPSERT, [rows[oli_id] for oli_id in sorted(rows)])
         conn.commit()
     except BaseException:
@@ -168,7 +181,7 @@ def raw():
         digits = "".join(c for c in str(lead["phone_number"]) if c.isdigit())
         rows.append((lead["oli_id"], str(uuid.uuid4()), digits, lead["client_name"], lead["form_type"],
                      lead["priority_id"], int(digits), 0, 0, "Pending", None, None, None, None, None, None, None,
-                     None, 0, 0, now, now))
+                     None, 0, 0, now, now, None, None, None, None, None))
     conn = connection()
     try:
         with conn.cursor() as cur:

@@ -218,6 +218,8 @@ def test_each_row_of_the_answer_table_through_gunicorn(live_server, sql, new_lea
         assert got.pop("oli_id_in_call") == "L" and got == expected
     elif reason in ("campaign_paused", "campaign_closed", "predictive_off"):  # each campaign (tests/test_campaigns.py)
         assert [c["form_type"] for c in got.pop("campaigns")] == ["home_loan"] and got == expected
+    elif reason == "outside_calling_window":  # with when the window opens (issue #68 item 6)
+        assert got.pop("next_at") == "2026-11-21 12:00:00" and got == expected
     elif reason == "contact_cap":  # with the cap and when it frees the number (tests/test_contact_caps.py)
         assert (got.pop("cap"), got.pop("frees_at")) == ("one-a-day", "2026-11-22 09:00:00") and got == expected
     else:

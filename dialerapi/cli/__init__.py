@@ -26,7 +26,7 @@
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)
 """
 
-from dialerapi.cli import agents, calls, campaigns, caps, config, db, dnc, leads, report, simulate, webhooks  # noqa: F401 - each module adds its commands to main
+from dialerapi.cli import agents, calling, calls, campaigns, caps, config, db, dnc, leads, report, simulate, webhooks  # noqa: F401 - each module adds its commands to main
 from dialerapi.cli.base import main
 
 __all__ = ["main"]

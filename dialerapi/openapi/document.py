@@ -12,6 +12,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 
 from dialerapi.openapi import board_responses
 from dialerapi.openapi import campaigns as campaign_document
+from dialerapi.openapi import dnc as dnc_document
 from dialerapi.openapi import responses
 from dialerapi.rules.campaign_settings import CampaignSettingsSchema
 from dialerapi.sides.agent import schemas as agent_schemas
@@ -254,7 +255,9 @@ OPERATIONS.update({
                                  "inbound: the phone is listed), outside_calling_window (redial: the customer's "
                                  "local time), contact_cap (redial: the phone number is at a contact cap, with "
                                  "`cap` and `frees_at`), number_in_call (redial: the phone number is live through "
-                                 "another lead, `oli_id_in_call`) or abandon_limit (predictive: the form_type's abandon rate is at its "
+                                 "another lead, `oli_id_in_call`), a calling rule's reason (redial: emergency, "
+                                 "state_holiday, state_sunday, state_hours, with `rule`, `source`, `note` and "
+                                 "`next_at`; issue #68; outside_calling_window carries `next_at` too) or abandon_limit (predictive: the form_type's abandon rate is at its "
                                  "limit, with the figures in `abandons`); `lead_in_flight` (redial, inbound); "
                                  "`idempotency_conflict`",
                         {"ok": False, "error": "not_claimable", "reason": "ami_busy"})},
@@ -314,6 +317,7 @@ OPERATIONS.update({
 OPERATIONS["/api/master"] = {"post": {**OPERATIONS["/api/leads"]["post"], "summary": "Same handler as /api/leads"}}
 OPERATIONS["/api/health"] = {"get": {**OPERATIONS["/health"]["get"], "summary": "Same as /health"}}
 OPERATIONS.update(campaign_document.operations(_json, _error, WRITES, LIMITED, COMMON, SECURITY, SUPERVISOR_SECURITY))
+OPERATIONS.update(dnc_document.operations(_json, _error, WRITES, LIMITED, COMMON))
 
 SCHEMAS = {
     "Lead": crm_schemas.LeadSchema, "LeadBatch": crm_schemas.LeadBatchSchema,
@@ -339,7 +343,7 @@ SCHEMAS = {
     "EngineFloorRequest": engine_schemas.EngineFloorSchema, "EngineFloorResponse": responses.EngineFloorResponseSchema, "EngineClaimResponse": responses.EngineClaimResponseSchema,
     "EngineBridgeResponse": responses.EngineBridgeResponseSchema, "EngineCallConnectedResponse": responses.EngineCallConnectedResponseSchema,
     "EngineSettleResponse": responses.EngineSettleResponseSchema, "EngineAgentStateResponse": responses.EngineAgentStateResponseSchema,
-    **campaign_document.SCHEMAS, "CampaignSettings": CampaignSettingsSchema,
+    **campaign_document.SCHEMAS, "CampaignSettings": CampaignSettingsSchema, **dnc_document.SCHEMAS,
 }
 
 # What a body's schema says beside its fields (issue #66: the document is the contract): exactly one

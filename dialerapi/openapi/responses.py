@@ -6,6 +6,7 @@ from marshmallow import Schema, fields
 from marshmallow.validate import OneOf
 
 from dialerapi.openapi.campaigns import CampaignStatusSchema
+from dialerapi.openapi.lead_responses import WALL, ResultCallSchema, ResultLeadSchema
 
 
 class DetailSchema(Schema):
@@ -69,6 +70,16 @@ class ErrorSchema(Schema):
         "description": "On 409 not_claimable contact_cap: when the cap's window frees the number, wall-clock DB_TIMEZONE"})
     oli_id_in_call = fields.String(metadata={
         "description": "On 409 not_claimable number_in_call: the lead whose live call the phone number is on (issue #65)"})
+    rule = fields.String(allow_none=True, metadata={
+        "example": "us-la", "description": "On 409 not_claimable for a calling rule (issue #68): the rule's name"})
+    source = fields.String(allow_none=True, metadata={
+        "description": "On 409 not_claimable for a calling rule: its statute, or the restriction's note"})
+    note = fields.String(allow_none=True, metadata={
+        "description": "On 409 not_claimable state_holiday: the holiday's name; emergency: the restriction's note"})
+    next_at = fields.String(allow_none=True, metadata={
+        "example": "2026-11-30 09:00:00",
+        "description": "On 409 not_claimable for the calling window or a calling rule (issue #68): the next moment "
+                       "they let the lead be called, wall-clock DB_TIMEZONE; null when none comes within 15 days"})
 
 
 class PushResultSchema(Schema):
@@ -359,66 +370,6 @@ class AgentTokenResponseSchema(Schema):
     token = fields.String(required=True, metadata={"description": "Opens this agent's /ws, missed activities and callbacks only"})
     expires_at = fields.String(required=True, metadata={"example": "2026-11-25T18:30:00Z", "description": "UTC"})
     expires_in = fields.Integer(required=True, metadata={"example": 43200, "description": "Seconds from now"})
-
-
-WALL = {"description": "Wall-clock DB_TIMEZONE, YYYY-MM-DD HH:MM:SS"}
-
-
-class HeldByCapSchema(Schema):
-    cap = fields.String(required=True, metadata={"example": "florida-oklahoma-3-per-24h"})
-    frees_at = fields.String(required=True, metadata=WALL)
-
-
-class ResultLeadSchema(Schema):
-    """The lead of GET /api/leads/{oli_id} (issue #48)."""
-
-    oli_id = fields.String(required=True)
-    data_id = fields.String(required=True)
-    phone_number = fields.String(required=True)
-    client_name = fields.String(required=True)
-    form_type = fields.String(required=True)
-    priority_id = fields.Integer(required=True)
-    dial_status = fields.String(required=True, metadata={"example": "Not Connected"})
-    disposeRemark = fields.String(required=True, allow_none=True)
-    last_dial_result = fields.String(required=True, allow_none=True)
-    hangup_by = fields.String(required=True, allow_none=True)
-    hangup_cause = fields.String(required=True, allow_none=True)
-    call_count = fields.Integer(required=True)
-    isReserved = fields.Boolean(required=True)
-    last_attempt_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    first_attempt_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    next_retry_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    callback_scheduled_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    created_at = fields.String(required=True, metadata=WALL)
-    updated_at = fields.String(required=True, metadata=WALL)
-    live = fields.Boolean(required=True, metadata={"description": "On a call now (Calling + isReserved)"})
-    do_not_call = fields.Boolean(required=True)
-    phone_e164 = fields.String(required=True, allow_none=True)
-    call_zones = fields.List(fields.String(), required=True, metadata={"description": "IANA zones of the number"})
-    callback_agent_id = fields.Integer(required=True, allow_none=True)
-    callback_fallback_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    contact_cap = fields.Nested(HeldByCapSchema, required=True, allow_none=True, metadata={
-        "description": "While a claim holds the lead for a contact cap: which cap, and when it frees the number "
-                       "(issue #65); null otherwise"})
-
-
-class ResultCallSchema(Schema):
-    """One call attempt of GET /api/leads/{oli_id}, newest first."""
-
-    id = fields.Integer(required=True)
-    outcome = fields.String(required=True, allow_none=True, metadata={"example": "answered"})
-    result = fields.String(required=True, allow_none=True, metadata={"example": "ANSWER"})
-    agent_id = fields.Integer(required=True, allow_none=True)
-    call_type = fields.String(required=True)
-    form_type = fields.String(required=True, allow_none=True)
-    started_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    ended_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    answered_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    agent_connected_at = fields.String(required=True, allow_none=True, metadata=WALL)
-    connect_seconds = fields.Integer(required=True, allow_none=True)
-    late_connect = fields.Boolean(required=True, allow_none=True)
-    hangup_by = fields.String(required=True, allow_none=True)
-    hangup_cause = fields.String(required=True, allow_none=True)
 
 
 class LeadReadResponseSchema(Schema):

@@ -33,7 +33,8 @@ the zone of `now`; it places `now` in the customers' zones.
 import threading
 
 from dialerapi.plumbing.db import queries, union_all
-from dialerapi.rules import abandons, callbacks, campaigns, compliance, contact_caps, dialstate, lead_events
+from dialerapi.rules import (
+    abandons, callbacks, calling_rules, campaigns, compliance, contact_caps, dialstate, lead_events)
 from dialerapi.rules.agents import (  # noqa: F401 - claims.NAME, as callers know them
     KEEP, bridge, lock_agent, set_availability, wrapup_until)
 from dialerapi.rules.events import notify
@@ -184,12 +185,12 @@ class _Refused(Exception):
         self.form_type, self.reason = form_type, reason
 
 
-def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
+def _lock_first_due(conn, wanted, now, config, tz, agent_id=None, kind=calling_rules.PROGRESSIVE):
     """_lock_first_due_of, passing over a form_type whose campaign the locked read finds paused or
     ended (campaigns.check_locked); NotClaimable with that reason when none is left."""
     while True:
         try:
-            return _lock_first_due_of(conn, wanted, now, config, tz, agent_id)
+            return _lock_first_due_of(conn, wanted, now, config, tz, agent_id, kind)
         except _Refused as refused:
             wanted = [pair for pair in wanted if pair[0] != refused.form_type]
             if not wanted:
@@ -199,7 +200,7 @@ def _lock_first_due(conn, wanted, now, config, tz, agent_id=None):
                     "closed_reason": state}]) from None
 
 
-def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None):
+def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None, kind=calling_rules.PROGRESSIVE):
     """Lock and return the first due, unreserved lead of `wanted` ((form_type, allowed priority_ids)
     pairs, as `_candidates` takes them) in claim order, or None.
 
@@ -213,11 +214,13 @@ def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None):
     again, in case a push added a zone since. `agent_id`: the agent of a progressive claim (None
     for a predictive one), who may take their own personal callbacks (rules.callbacks). A lead
     whose number is at an enabled contact cap (config.contact_caps, issue #50) is held until it
-    frees (contact_caps.hold) and passed over. Returns (the row, its contact_caps.Ticket), or
+    frees (contact_caps.hold) and passed over. A lead a calling rule holds from a claim of `kind`
+    (progressive or predictive; rules.calling_rules, issue #68) is left out with its call zone,
+    and passed over when the locked row says so. Returns (the row, its contact_caps.Ticket), or
     (None, None).
     """
     tried, held = set(), []
-    zones = compliance.open_zones(conn, wanted, now, tz, config)
+    zones = compliance.open_zones(conn, wanted, now, tz, config, kind=kind)
     max_rows = CANDIDATES
     while True:
         ids, complete = _candidates(conn, wanted, now, config, max_rows, zones, tz, agent_id)
@@ -230,11 +233,11 @@ def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None):
                 held.append(lead_id)
                 continue
             # The candidate was read without a lock: check again now that it is ours.
-            claimable, ticket = _claimable(conn, row, now, tz, config, agent_id)
+            claimable, ticket = _claimable(conn, row, now, tz, config, agent_id, kind)
             if claimable:
                 return row, ticket
         if complete:
-            fresh = compliance.open_zones(conn, wanted, now, tz, config, reload=True)
+            fresh = compliance.open_zones(conn, wanted, now, tz, config, reload=True, kind=kind)
             if fresh == zones:
                 break
             zones, max_rows = fresh, CANDIDATES
@@ -243,13 +246,13 @@ def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None):
     for lead_id in held:
         row = queries.lock_unreserved_waiting(conn, id=lead_id)
         if row is not None:
-            claimable, ticket = _claimable(conn, row, now, tz, config, agent_id)
+            claimable, ticket = _claimable(conn, row, now, tz, config, agent_id, kind)
             if claimable:
                 return row, ticket
     return None, None
 
 
-def _claimable(conn, row, now, tz, config, agent_id):
+def _claimable(conn, row, now, tz, config, agent_id, kind):
     """(whether the locked `row` may be claimed now, the contact_caps.Ticket to count it with). A
     lead whose number is live through another lead is passed over, not held: it is due again when
     that call ends (issue #65: one live call per number)."""
@@ -257,7 +260,7 @@ def _claimable(conn, row, now, tz, config, agent_id):
     floor, config = config, config.of(row["form_type"])
     if not dialstate.is_due(row, now, config) or callbacks.kept_from(row, agent_id, now, config, tz):
         return False, None
-    if compliance.refusal(conn, row, now, tz, config) is not None or in_call is not None:
+    if compliance.refusal(conn, row, now, tz, config, kind=kind) is not None or in_call is not None:
         return False, None
     reason = campaigns.check_locked(conn, row)
     if reason is not None:
@@ -339,7 +342,7 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
         if not wanted:
             raise NotClaimable(abandons.ABANDON_LIMIT,
                                abandons=[{"form_type": name, **summary} for name, summary in sorted(held.items())])
-    row, ticket = _lock_first_due(conn, wanted, now, config, _zone(tz, config))
+    row, ticket = _lock_first_due(conn, wanted, now, config, _zone(tz, config), kind=calling_rules.PREDICTIVE)
     if row is None:
         return None
     abandons.mark_predictive(conn, row)
@@ -358,9 +361,11 @@ def _open(wanted, now, tz, config, predictive=False):
 
 
 def _zone(tz, config):
-    """DB_TIMEZONE for the calling window; a caller that obeys it must say which zone `now` is in."""
-    if tz is None and config.obey_calling_window:
-        raise ValueError("obey_calling_window = 1: the claim needs tz, the zone of now (DB_TIMEZONE)")
+    """DB_TIMEZONE for the calling window and the calling rules; a caller that obeys either must say
+    which zone `now` is in."""
+    if tz is None and (config.obey_calling_window or calling_rules.active(config)):
+        raise ValueError("the calling window or a calling rule is on: the claim needs tz, the zone of now "
+                         "(DB_TIMEZONE)")
     return tz
 
 
@@ -421,9 +426,9 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=dialstate.REDIAL, tz=None,
         if reason:
             raise NotClaimable(reason, campaigns=[campaigns.status(config, row["form_type"], now, tz)])
     config = config.of(row["form_type"])
-    reason = compliance.refusal(conn, row, now, _zone(tz, config), config, call_type)
+    reason, figures = compliance.verdict(conn, row, now, _zone(tz, config), config, call_type)
     if reason:
-        raise NotClaimable(reason)
+        raise NotClaimable(reason, **figures)
     if in_call is not None and call_type != "inbound":
         raise NotClaimable(NUMBER_IN_CALL, oli_id_in_call=in_call)
     hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps if counted else (), counted)

@@ -23,12 +23,14 @@ import threading
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import dnc, lead_events, phones
+from dialerapi.rules import calling_rules, dnc, lead_events, phones, places
 
 DO_NOT_CALL = "do_not_call"
 OUTSIDE_CALLING_WINDOW = "outside_calling_window"
 INBOUND = "inbound"
 UNKNOWN_ZONE_ID = 0
+# What a lead's calling profile is worked out from, besides its phone (issue #68).
+PROFILE_FIELDS = ("phone_number", "region", "postal_code", "consent_type")
 
 _zones_lock = threading.Lock()
 # {call_zone id: zone names} as this process last read dialerapi_call_zones. Its rows never change
@@ -36,6 +38,9 @@ _zones_lock = threading.Lock()
 # again before it answers None (in a process serving several databases, as the simulator's runs do,
 # that read is what makes the copy that database's).
 _zones = {}
+# Bumped at each read of the zones: open_zone_ids' answers are kept per (minute, settings, read).
+_generation = 0
+_open_memo = {}
 
 
 def number_of(phone_number, config):
@@ -62,7 +67,7 @@ def zone_ids(conn, zone_sets):
 
 
 def _known_zones(conn, reload=False):
-    global _zones
+    global _zones, _generation
     with _zones_lock:
         cached = _zones
     if cached and not reload:
@@ -71,22 +76,51 @@ def _known_zones(conn, reload=False):
     table = {row["id"]: tuple(name for name in row["zones"].split(";") if name) for row in rows}
     with _zones_lock:
         _zones = table
+        _generation += 1
     return table
 
 
-def open_zone_ids(conn, now, tz, config, reload=False):
-    """The call_zone ids whose window is open at `now` (wall-clock in `tz`), sorted, with 0 (not yet
-    worked out: the claim checks such a lead itself), by the zones this process knows of (`reload`:
-    read them again first); None when the calling window is not obeyed."""
-    if not config.obey_calling_window:
+def open_zone_ids(conn, now, tz, config, reload=False, kind=calling_rules.PROGRESSIVE):
+    """The call_zone ids open at `now` (wall-clock in `tz`) to a claim of `kind`, sorted, with 0 (not
+    yet worked out: the claim checks such a lead itself), by the zones this process knows of
+    (`reload`: read them again first); None when neither the calling window nor a calling rule
+    (rules.calling_rules) holds any lead. A zone is open when its window is, and no enabled state
+    rule or restriction holds its profile (issue #68). Worked out once a minute per setting: every
+    opening falls on a whole minute (a window with seconds is worked out every time)."""
+    if not config.obey_calling_window and not calling_rules.active(config):
         return None
     moment = clock.instant(now, tz)
-    return (UNKNOWN_ZONE_ID,) + tuple(sorted(
-        zone_id for zone_id, names in _known_zones(conn, reload).items()
-        if phones.window_open(names, moment, config.calling_window_start, config.calling_window_end, tz)))
+    table, generation = _known_zones(conn, reload), _generation
+    whole = not (config.calling_window_start.second or config.calling_window_end.second)
+    key = (moment.replace(second=0, microsecond=0, tzinfo=None) - moment.utcoffset(), str(tz),
+           config.obey_calling_window, config.calling_window_start, config.calling_window_end,
+           config.calling_rules, config.restrictions, kind, generation)
+    found = _open_memo.get(key) if whole else None
+    if found is None:
+        found = (UNKNOWN_ZONE_ID,) + tuple(sorted(
+            zone_id for zone_id, names in table.items() if zone_open(names, moment, tz, config, kind)))
+        if whole:
+            if len(_open_memo) > 256:
+                _open_memo.clear()
+            _open_memo[key] = found
+    return found
 
 
-def open_zones(conn, wanted, now, tz, config, reload=False):
+def zone_open(names, moment, tz, config, kind):
+    """Whether a profile (`names`) is open at aware instant `moment` to a claim of `kind`: inside its
+    calling window (when obeyed) and held by no calling rule."""
+    return _window_reason(names, moment, tz, config, kind) is None and \
+        calling_rules.held(names, moment, config, kind, tz) is None
+
+
+def _window_reason(names, moment, tz, config, kind):
+    if config.obey_calling_window and kind != INBOUND and not phones.window_open(
+            calling_rules.split(names)[0], moment, config.calling_window_start, config.calling_window_end, tz):
+        return OUTSIDE_CALLING_WINDOW
+    return None
+
+
+def open_zones(conn, wanted, now, tz, config, reload=False, kind=calling_rules.PROGRESSIVE):
     """{form_type: open_zone_ids by its campaign's calling window (config.of, issue #67)} of the
     form_types of `wanted` ((form_type, priorities) pairs), worked out once per window."""
     by_window, zones = {}, {}
@@ -94,42 +128,86 @@ def open_zones(conn, wanted, now, tz, config, reload=False):
         own = config.of(form_type)
         window = (own.obey_calling_window, own.calling_window_start, own.calling_window_end)
         if window not in by_window:
-            by_window[window] = open_zone_ids(conn, now, tz, own, reload and not by_window)
+            by_window[window] = open_zone_ids(conn, now, tz, own, reload and not by_window, kind)
         zones[form_type] = by_window[window]
     return zones
 
 
-def refusal(conn, row, now, tz, config, call_type=None):
-    """Why the locked sales_master `row` may not be claimed now, or None.
+def refusal(conn, row, now, tz, config, call_type=None, kind=calling_rules.PROGRESSIVE):
+    """Why the locked sales_master `row` may not be claimed now, or None; see verdict."""
+    return verdict(conn, row, now, tz, config, call_type, kind)[0]
+
+
+def verdict(conn, row, now, tz, config, call_type=None, kind=calling_rules.PROGRESSIVE):
+    """(reason, figures) of why the locked sales_master `row` may not be claimed now, or (None, {}).
 
     DO_NOT_CALL when its phone is listed (inbound: only without dnc_allow_inbound);
-    OUTSIDE_CALLING_WINDOW when the window is obeyed and the customer's local time is outside it
-    (never for inbound). `row` carries `listed` (the list's answer for its stored phone_e164) when
-    read by the claim's lock queries; it is taken out of the row, which is then a sales_master row
-    again. Corrects the row's phone_e164, do_not_call and call_zone_id when they disagree with its
-    phone_number; a lead whose mark changes so is told to the CRM (lead.do_not_call or
-    lead.do_not_call_removed, source `claim`; issue #65: never a change without its event).
+    a calling rule's reason (rules.calling_rules: emergency, state_holiday, state_sunday,
+    state_hours, consent_required; figures {rule, source, note, next_at}) for a claim of `kind`
+    (a `call_type` redial or inbound claim is of that kind); OUTSIDE_CALLING_WINDOW when the window
+    is obeyed and the customer's local time is outside it (never for inbound; figures {next_at}).
+    next_at is 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE, the next moment nothing of these holds the lead, or
+    None. `row` carries `listed` (the list's answer for its stored phone_e164) when read by the
+    claim's lock queries; it is taken out of the row, which is then a sales_master row again.
+    Corrects the row's phone_e164, do_not_call and call_zone_id (its calling profile) when they
+    disagree with its phone_number, region, postal_code and consent_type; a lead whose mark changes
+    so is told to the CRM (lead.do_not_call or lead.do_not_call_removed, source `claim`; issue #65:
+    never a change without its event).
     """
-    number, zone_names = phone_facts(row["phone_number"], config)
+    kind = {INBOUND: calling_rules.INBOUND, "redial": calling_rules.REDIAL}.get(call_type, kind)
+    number, names, _ = lead_profile(row, config)
     stored = row.get("phone_e164")
     stored_listed = row.pop("listed", None)
     if number is not None and stored == number and stored_listed is not None:
         listed = bool(stored_listed)
     else:
         listed = number is not None and bool(queries.number_listed(conn, phone=number))
-    if stored != number or bool(row.get("do_not_call")) != listed:
-        zone_id = zone_ids(conn, [zone_names])[zone_names]
+    if stored != number or bool(row.get("do_not_call")) != listed or _stale_profile(conn, row, names):
+        zone_id = zone_ids(conn, [names])[names]
         queries.set_phone_facts(conn, id=row["id"], phone_e164=number, do_not_call=listed, call_zone_id=zone_id)
         marked = bool(row.get("do_not_call")) != listed
         row.update(phone_e164=number, do_not_call=int(listed), call_zone_id=zone_id)
         if marked:
             lead_events.listed(conn, [row], now, dnc.CLAIM, on_list=listed)
     if listed and not (call_type == INBOUND and config.dnc_allow_inbound):
-        return DO_NOT_CALL
-    if config.obey_calling_window and call_type != INBOUND and not phones.window_open(
-            zone_names, clock.instant(now, tz), config.calling_window_start, config.calling_window_end, tz):
-        return OUTSIDE_CALLING_WINDOW
-    return None
+        return DO_NOT_CALL, {}
+    moment = clock.instant(now, tz) if tz is not None else None
+    if moment is None or kind == calling_rules.INBOUND:
+        return None, {}
+    held = calling_rules.held(names, moment, config, kind, tz)
+    reason = held.reason if held is not None else _window_reason(names, moment, tz, config, kind)
+    if reason is None:
+        return None, {}
+    figures = held.figures() if held is not None else {}
+    return reason, {**figures, "next_at": next_at(names, moment, tz, config, kind)}
+
+
+def next_at(names, moment, tz, config, kind=calling_rules.PROGRESSIVE):
+    """'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE: the first moment at or after aware `moment` at which the
+    profile `names` is open (zone_open), or None within calling_rules.HORIZON_DAYS."""
+    found = calling_rules.next_open(names, moment, config, kind, tz,
+                                    lambda at: _window_reason(names, at, tz, config, kind) is None)
+    return None if found is None else clock.format_wall_clock(found.astimezone(tz).replace(tzinfo=None))
+
+
+def _stale_profile(conn, row, names):
+    zone_id = row.get("call_zone_id")
+    known = _known_zones(conn)
+    if zone_id not in known:
+        known = _known_zones(conn, reload=True)
+    return known.get(zone_id) != names
+
+
+def lead_profile(lead, config):
+    """(E.164 digits or None, calling profile names, place source) of a lead (a dict with
+    phone_number and, when known, region, postal_code, consent_type): its IANA zones, regions
+    (rules.places: the CRM's region or postal code, else the number's area code) and consent
+    type. A region the CRM gave moves the zones to that state's."""
+    number, zones = phone_facts(lead["phone_number"], config)
+    regions, source = places.place(lead.get("region"), lead.get("postal_code"), number)
+    if source != places.AREA_CODE:
+        zones = tuple(sorted({zone for region in regions for zone in places.zones_of(region)})) or zones
+    return number, calling_rules.profile(zones, regions, lead.get("consent_type")), source
 
 
 def held_leads(conn, now, tz, config):
@@ -162,27 +240,27 @@ def work_out_leads(conn, config, max_rows=2000):
 
 
 def lead_facts(conn, leads, config, stored=None):
-    """For a push: per lead (dicts with oli_id and phone_number) the tuple (phone_e164,
-    do_not_call, call_zone_id), in order. Two statements per batch: the list, the zone ids (none
-    when every zone is known).
+    """For a push: per lead (dicts with oli_id, phone_number, form_type and, when pushed, region,
+    postal_code, consent_type) the tuple (phone_e164, do_not_call, call_zone_id), in order. Two
+    statements per batch: the list, the zone ids (none when every zone is known).
 
-    `stored` ({oli_id: its sales_master row, with phone_number, phone_e164 and call_zone_id}, as
-    the push locked them): a lead whose phone_number is the stored one keeps its stored E.164 form
-    and call zone, worked out when the number was first pushed; a new or changed number is read
-    once for both (phones.facts, issue #51). Whether a number is listed is read from the list
-    every time: it changes without the lead.
+    `stored` ({oli_id: its sales_master row, with phone_number, phone_e164, call_zone_id, region,
+    postal_code and consent_type}, as the push locked them): a lead whose phone_number and place
+    and consent are the stored ones keeps its stored E.164 form and calling profile, worked out
+    when first pushed; a new or changed one is read once for both (lead_profile, issue #51).
+    Whether a number is listed is read from the list every time: it changes without the lead.
     """
     stored = stored or {}
     numbers, zone_sets, known = [], [], {}
     for lead in leads:
         row = stored.get(lead["oli_id"]) if stored else None
-        if row is not None and row["phone_number"] == lead["phone_number"] and row["phone_e164"] is not None \
-                and row["call_zone_id"] is not None:
+        if row is not None and row["phone_e164"] is not None and row["call_zone_id"] is not None and all(
+                row.get(name) == lead.get(name) for name in PROFILE_FIELDS):
             numbers.append(row["phone_e164"])
             zone_sets.append(None)
             known[len(numbers) - 1] = row["call_zone_id"]
             continue
-        number, names = phone_facts(lead["phone_number"], config.of(lead.get("form_type")))
+        number, names, _ = lead_profile(lead, config.of(lead.get("form_type")))
         numbers.append(number)
         zone_sets.append(names)
     present = sorted({number for number in numbers if number is not None})

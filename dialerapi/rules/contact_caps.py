@@ -37,7 +37,7 @@ import phonenumbers
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
-from dialerapi.rules import phones
+from dialerapi.rules.places import regions_of  # noqa: F401 - contact_caps.regions_of, as callers know it
 from dialerapi.rules.us_area_codes import AREA_CODES
 
 CONTACT_CAP = "contact_cap"
@@ -144,20 +144,6 @@ def check_regions(text):
     if not regions:
         raise InvalidCap("--region: name at least one region (US-FL, GB)")
     return regions
-
-
-def regions_of(number):
-    """The regions number `number` (E.164 digits, an int) is in: its country, and for a US number
-    its state by area code (`US-FL`; both states of a code that lies in two, issue #65). A
-    frozenset, empty when phonenumbers cannot place it."""
-    parsed = phones.parse_e164(number)
-    if parsed is None:
-        return frozenset()
-    country = phonenumbers.region_code_for_number(parsed)
-    found = {country} if country else set()
-    if country == "US":
-        found.update(f"US-{state}" for state in AREA_CODES.get(int(str(parsed.national_number)[:3]), ()))
-    return frozenset(found)
 
 
 def applying(caps, number, form_type):

@@ -5,6 +5,7 @@ both in one statement (the campaigns themselves only when their generation moved
 Times of day are wall-clock in DB_TIMEZONE.
 """
 
+import json
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 
 from dialerapi.plumbing.db import queries
+from dialerapi.rules.calling_rules import Restriction
 from dialerapi.rules.contact_caps import caps_from_json
 
 
@@ -51,6 +53,10 @@ class DialerConfig:
     amd_false_positive_share: float = 0.0
     # The enabled contact caps (rules.contact_caps.Cap), read with the config by every claim.
     contact_caps: tuple = ()
+    # Issue #68: the names of the enabled rows of the state table (rules.state_rules) and the
+    # restrictions (rules.calling_rules.Restriction), read with the config by every claim.
+    calling_rules: tuple = ()
+    restrictions: tuple = ()
     # Issue #67: a campaign's calendar (rules.calendars.Calendar; None: the floor's work window, which
     # closes no claim), its rules.campaigns.Campaign (None: the floor), whether its leads may be
     # dialed predictively, and on the floor's config every campaign by form_type.
@@ -169,7 +175,18 @@ def config_from_row(row):
         outcome_retries=parse_outcome_retries(row.get("outcome_retries")),
         amd_false_positive_share=float(row.get("amd_false_positive_share") or 0),
         contact_caps=caps_from_json(row.get("contact_caps")),
+        calling_rules=tuple(name for name in (row.get("calling_rules") or "").split(";") if name),
+        restrictions=restrictions_from_json(row.get("restrictions")),
     )
+
+
+def restrictions_from_json(text):
+    """The Restrictions of get_dialer_config's JSON array (None: none), by start."""
+    found = [Restriction(id=int(item["id"]), region=item["region"], note=item["note"],
+                         starts_at=datetime.fromisoformat(item["starts_at"]),
+                         ends_at=datetime.fromisoformat(item["ends_at"]))
+             for item in json.loads(text or "[]")]
+    return tuple(sorted(found, key=lambda restriction: (restriction.starts_at, restriction.id)))
 
 
 def parse_outcome_retries(text):

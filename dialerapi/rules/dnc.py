@@ -7,10 +7,14 @@ the connection first and run in the caller's transaction.
 """
 
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import lead_events, phones
+from dialerapi.rules import dialer_config, lead_events, phones
 
 DND = "dnd"
 CLI = "cli"
+API = "api"
+# Why a CRM lists a number over HTTP (issue #68 item 5): the customer revoked consent, asked not to
+# be called, or the number is on a registry.
+CRM_REASONS = ("revoked", "request", "registry")
 # The sources of a lead's mark changed after its number was listed or unlisted while the lead was
 # live (mark_leads leaves a live row alone): set by the first claim to read it after the call
 # (compliance.refusal), cleared at the call's end (a marked lead is no claim's candidate).
@@ -59,19 +63,35 @@ def _counted(conn, delta):
         queries.change_counter(conn, name=SIZE_COUNTER, delta=delta)
 
 
-def remove(conn, phone_numbers, now):
+def remove(conn, phone_numbers, now, source=CLI):
     """Take `phone_numbers` off the list and clear their leads' mark, each lead with a
-    lead.do_not_call_removed event (issue #65: never a change without its event); `now` is
-    wall-clock DB_TIMEZONE. Returns how many were listed."""
+    lead.do_not_call_removed event of `source` (issue #65: never a change without its event);
+    `now` is wall-clock DB_TIMEZONE. Returns how many were listed."""
     removed = 0
     for start in range(0, len(phone_numbers), BATCH):
         chunk = sorted(set(phone_numbers[start:start + BATCH]))
         removed += queries.delete_numbers(conn, phones=chunk)
         unmarked = list(queries.leads_marked_by_phones(conn, phones=chunk, listed=False))
         queries.mark_leads(conn, phones=chunk, listed=False)
-        lead_events.listed(conn, unmarked, now, CLI, on_list=False)
+        lead_events.listed(conn, unmarked, now, source, on_list=False)
     _counted(conn, -removed)
     return removed
+
+
+def crm_list(conn, phone_number, reason, now, oli_id=None):
+    """POST /api/dnc (issue #68 item 5): list `phone_number` (digits, read with the floor's
+    phone_default_region) for `reason` (CRM_REASONS), from the next claim of every lead with that
+    number, each with its lead.do_not_call event of source `reason`. Returns {phone (E.164 text),
+    added (False: it was listed already, with its first source kept)}. Raises phones.InvalidNumber."""
+    number = phones.e164(phone_number, dialer_config.load_config(conn).phone_default_region)
+    return {"phone": phones.format_e164(number), "added": bool(add(conn, [number], reason, now, oli_id))}
+
+
+def crm_remove(conn, phone_number, now):
+    """DELETE /api/dnc/{phone}: take `phone_number` off the list (source `api` on the events).
+    Returns {phone, removed (False: it was not listed)}. Raises phones.InvalidNumber."""
+    number = phones.e164(phone_number, dialer_config.load_config(conn).phone_default_region)
+    return {"phone": phones.format_e164(number), "removed": bool(remove(conn, [number], now, API))}
 
 
 def count(conn):

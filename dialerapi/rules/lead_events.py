@@ -34,7 +34,7 @@ import pymysql
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
-from dialerapi.rules import dialer_config
+from dialerapi.rules import calling_rules, dialer_config
 from dialerapi.rules.states import UnknownLead, is_live
 
 CALL_ENDED = "lead.call_ended"
@@ -279,7 +279,17 @@ def _waiting_on_cap(row):
     return {"cap": row["contact_cap"], "frees_at": wall_text(until)}
 
 
-def read_lead(conn, oli_id, before, limit, tz):
+def _when(conn, row, now, tz):
+    """The lead's place, consent and callable (rules.why, issue #68)."""
+    # Imported here: rules.why reads the rules that tell the CRM of their changes through this module.
+    from dialerapi.rules import why
+
+    config = dialer_config.load_config(conn).of(row["form_type"])
+    return {"place": why.place(row, config), "consent": why.consent(row),
+            "callable": why.callable_now(conn, row, now, tz)}
+
+
+def read_lead(conn, oli_id, before, limit, tz, now=None):
     """GET /api/leads/{oli_id}: the lead as it stands and a page of its calls, newest first.
 
     `before`: the call attempt id to page below (None: from the newest); `limit`: calls per page.
@@ -289,8 +299,12 @@ def read_lead(conn, oli_id, before, limit, tz):
     late_connect (bool or null), hangup_by, hangup_cause}), "next" (str cursor or None)}. A
     personal callback's `callback_fallback_at` follows its campaign's personal_callback_fallback_minutes
     (issue #67; None: never); `contact_cap` {cap, frees_at} says why a held lead waits (issue #65), else None.
+    Issue #68: `place` {regions, source (region, postal_code or area_code), region, postal_code},
+    `consent` {type, at, source} or None, and `callable` {now, reason, rule, source, note,
+    next_at} at `now` (wall-clock `tz`; the service's clock when None), as rules.why works them out.
     Raises states.UnknownLead.
     """
+    now = now or clock.now(tz)
     row = queries.read_lead(conn, oli_id=oli_id, before=before or 2 ** 63 - 1, max_rows=limit, page_rows=limit + 1)
     if row is None:
         raise UnknownLead(oli_id)
@@ -309,8 +323,9 @@ def read_lead(conn, oli_id, before, limit, tz):
         **{name: wall_text(row[name]) for name in LEAD_TIMES},
         "live": is_live(row), "do_not_call": bool(row["do_not_call"]),
         "phone_e164": None if row["phone_e164"] is None else str(row["phone_e164"]),
-        "call_zones": row["call_zones"].split(";") if row["call_zones"] else [],
+        "call_zones": list(calling_rules.split(row["call_zones"].split(";"))[0]) if row["call_zones"] else [],
         "callback_agent_id": owner, "callback_fallback_at": wall_text(fallback_at),
         "contact_cap": _waiting_on_cap(row),
+        **_when(conn, row, now, tz),
     }
     return {"lead": lead, "calls_json": row["calls"] or "[]", "next": row["last_id"] if row["more"] else None}

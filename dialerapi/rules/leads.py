@@ -49,7 +49,8 @@ def push_leads(conn, leads, now, tz, config):
 
     `leads` are dicts as loaded by sides.crm.schemas.load_push: oli_id, phone_number (digits),
     client_name, form_type, priority_id, callback_scheduled_at (naive DB_TIMEZONE datetime or
-    None) and callback_scheduled_at_sent (the raw value, echoed back). `now` is wall-clock time in
+    None) and callback_scheduled_at_sent (the raw value, echoed back), and when pushed region,
+    postal_code and consent ({type, at, source}; issue #68), which decide the lead's calling profile. `now` is wall-clock time in
     `tz` (DB_TIMEZONE); `config` is the dialstate.DialerConfig with the campaigns: each lead's own
     (config.of its form_type, issue #67) gives its next_retry_at and the region its number is read in.
 
@@ -80,6 +81,9 @@ def push_leads(conn, leads, now, tz, config):
             pending_tails[form_type] = (Literal.joined(tuple(reset[column] for column in RESET_COLUMNS) + stamps),)
         return pending_tails[form_type]
 
+    for lead in leads:
+        consent = lead.get("consent")
+        lead["consent_type"] = consent["type"] if consent else None
     facts = compliance.lead_facts(conn, leads, config, existing)
     rows = {}
     results = []
@@ -98,7 +102,7 @@ def push_leads(conn, leads, now, tz, config):
                                          next_retry_at=None)
             tail = (Literal.joined(tuple(reset[column] for column in RESET_COLUMNS) + stamps),)
         rows[oli_id] = (oli_id, data_id, lead["phone_number"], lead["client_name"], lead["form_type"],
-                        lead["priority_id"]) + lead_facts + tail
+                        lead["priority_id"]) + lead_facts + tail + _place(lead)
         results.append(_result(oli_id, status, data_id, lead, lead_facts[1]))
     if rows:
         expected = sum(2 if oli_id in existing else 1 for oli_id in rows)
@@ -113,6 +117,13 @@ def push_leads(conn, leads, now, tz, config):
             lead_events.listed(conn, [{**lead, "phone_e164": rows[lead["oli_id"]][E164_AT]} for lead in
                                       queries.leads_by_oli_ids(conn, oli_ids=newly_listed)], now, "push")
     return results
+
+
+def _place(lead):
+    """(region, postal_code, consent_type, consent_at, consent_source) of a loaded lead (issue #68)."""
+    consent = lead.get("consent") or {}
+    return (lead.get("region"), lead.get("postal_code"), consent.get("type"), consent.get("at"),
+            consent.get("source"))
 
 
 def _result(oli_id, status, data_id, lead, do_not_call=False):

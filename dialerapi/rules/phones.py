@@ -123,9 +123,14 @@ def window_open(zone_names, moment, start, end, fallback):
     """True when aware instant `moment` is inside [start, end) (datetime.time, local) in every zone
     of `zone_names`, or in `fallback` (a ZoneInfo, DB_TIMEZONE) when there are none or none is
     known. A window whose end is not after its start crosses midnight (21:00-09:00)."""
-    known = [zone for zone in map(_zone, zone_names) if zone is not None] or [fallback]
     moment = moment.astimezone(timezone.utc)
-    return all(_inside(moment.astimezone(zone).time(), start, end) for zone in known)
+    return all(_inside(moment.astimezone(zone).time(), start, end) for zone in local_zones(zone_names, fallback))
+
+
+def local_zones(zone_names, fallback):
+    """The ZoneInfos of `zone_names` that exist, or [fallback] (DB_TIMEZONE) when none does: a
+    calling profile's other names (its regions, its consent) are no zones and are left out."""
+    return [zone for zone in map(_zone, zone_names) if zone is not None] or [fallback]
 
 
 def _inside(local, start, end):

@@ -55,7 +55,7 @@ LIMIT :max_rows;
 -- contact_attempts (rules.contact_caps; NULL when the number has none), read without a lock: the
 -- claim writes them back only over the version it read, so claims of one number run one at a time. `number_in_call`: the oli_id of another lead with this number
 -- that is live now (ix_sales_master_phone_e164), or NULL (issue #65: one live call per number).
-SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
+SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
@@ -66,7 +66,7 @@ FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE SKIP LOC
 -- name: lock_unreserved_waiting(id)^
 -- The same, waiting for a transaction that holds the row: a locking read then sees its latest
 -- committed version (reserved by a claim, or still free after a push).
-SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
+SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
@@ -75,7 +75,7 @@ SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE 
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE;
 
 -- name: lock_lead_skip_locked(oli_id)^
-SELECT m.*, m.callback_agent_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
+SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,

@@ -11,6 +11,10 @@ SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, m
                                          'window_seconds', k.window_seconds, 'region', k.region,
                                          'form_type', k.form_type))
           FROM dialerapi_contact_caps AS k WHERE k.enabled = 1) AS contact_caps,
+       (SELECT GROUP_CONCAT(l.name ORDER BY l.name SEPARATOR ';') FROM dialerapi_calling_rules AS l) AS calling_rules,
+       (SELECT JSON_ARRAYAGG(JSON_OBJECT('id', t.id, 'region', t.region, 'starts_at', t.starts_at,
+                                         'ends_at', t.ends_at, 'note', t.note))
+          FROM dialerapi_restrictions AS t) AS restrictions,
        (SELECT COALESCE(MAX(g.id), 0) FROM dialerapi_campaign_changes AS g) AS campaigns_generation
 FROM sales_dialer_config
 WHERE id = 1;
@@ -37,3 +41,25 @@ SET enforce_abandon_limit = :enforce_abandon_limit, abandon_limit = :abandon_lim
     personal_callback_fallback_minutes = :personal_callback_fallback_minutes,
     work_start = :work_start, work_end = :work_end
 WHERE id = 1;
+
+-- name: calling_rules_enabled()
+SELECT name, enabled_at FROM dialerapi_calling_rules ORDER BY name;
+
+-- name: enable_calling_rule(name, now)!
+INSERT IGNORE INTO dialerapi_calling_rules (name, enabled_at) VALUES (:name, :now);
+
+-- name: disable_calling_rule(name)!
+DELETE FROM dialerapi_calling_rules WHERE name = :name;
+
+-- name: restrictions()
+SELECT id, region, starts_at, ends_at, note, created_at FROM dialerapi_restrictions ORDER BY starts_at, id;
+
+-- name: add_restriction(region, starts_at, ends_at, note, created_at)!
+INSERT INTO dialerapi_restrictions (region, starts_at, ends_at, note, created_at)
+VALUES (:region, :starts_at, :ends_at, :note, :created_at);
+
+-- name: last_insert_id()$
+SELECT LAST_INSERT_ID();
+
+-- name: remove_restriction(id)!
+DELETE FROM dialerapi_restrictions WHERE id = :id;

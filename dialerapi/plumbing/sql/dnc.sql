@@ -86,7 +86,7 @@ WHERE id = :id;
 -- `dialerapi dnc backfill`) take different leads instead of queueing on the same 500, and a lead a
 -- push holds is left to that push, which works its facts out itself. Queued on the same rows, eight
 -- backfills and eight pushes waited past the 50 s lock wait timeout under make test-clock.
-SELECT id, phone_number FROM sales_master
+SELECT id, phone_number, form_type, region, postal_code, consent_type FROM sales_master
 WHERE phone_e164 IS NULL AND call_zone_id = 0 AND NOT (dial_status = 'Calling' AND isReserved = 1)
 ORDER BY id
 LIMIT :max_rows

@@ -67,6 +67,7 @@ SELECT m.id, m.oli_id, m.data_id, m.phone_number, m.client_name, m.form_type, m.
        m.disposeRemark, m.last_dial_result, m.hangup_by, m.hangup_cause, m.call_count, m.isReserved,
        m.last_attempt_at, m.first_attempt_at, m.next_retry_at, m.callback_scheduled_at, m.created_at,
        m.updated_at, m.do_not_call, m.phone_e164, m.callback_agent_id, m.contact_cap, m.contact_cap_until,
+       m.region, m.postal_code, m.consent_type, m.consent_at, m.consent_source, m.claim_bucket, m.claim_due,
        z.zones AS call_zones,
        page.calls, page.more, page.last_id
 FROM sales_master AS m

@@ -12,6 +12,7 @@ from dialerapi.plumbing.db import get_db
 from dialerapi.rules import actions, lead_events, leads
 from dialerapi.sides.crm import schemas
 from dialerapi.sides.crm.campaigns import campaigns_bp
+from dialerapi.sides.crm.dnc import dnc_bp
 from dialerapi.upkeep import observability
 from dialerapi.web.requests import db_timezone, json_body, load
 
@@ -19,7 +20,7 @@ leads_bp = Blueprint("leads", __name__)
 callbacks_bp = Blueprint("callbacks", __name__)
 results_bp = Blueprint("results", __name__)
 
-blueprints = (leads_bp, callbacks_bp, results_bp, campaigns_bp)
+blueprints = (leads_bp, callbacks_bp, results_bp, campaigns_bp, dnc_bp)
 
 # Built once: the reads are the CRM's most frequent calls, and a schema costs more to build than to use.
 LEAD_READ = schemas.LeadReadQuery()

@@ -3,13 +3,35 @@
 """
 
 from marshmallow import ValidationError, fields, post_load, validates_schema
-from marshmallow.validate import Length, OneOf, Range
+from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from dialerapi.plumbing.clock import instant
+from dialerapi.rules import calling_rules, places
 from dialerapi.web.fields import (
     EMPLOYEE_ID, MAX_BATCH, MAX_CALLBACK_PAST, PHONE_DIGITS, ApiSchema, OliId, PhoneNumber, RequestContext,
     StrictInteger, Text, WallClockDateTime, is_unicode_text, phone_digits
 )
+
+
+class ConsentSchema(ApiSchema):
+    """A lead's `consent` (issue #68 item 4): `type` written | express | ebr (an established
+    business relationship), `at` (when it was given: D2, wall-clock DB_TIMEZONE) and `source`
+    (where the CRM recorded it: a form's URL, a recording's id; up to 255 characters)."""
+
+    type = Text(required=True, validate=OneOf(calling_rules.CONSENT_TYPES, error="must be written, express or ebr"))
+    at = WallClockDateTime(required=True)
+    source = Text(load_default=None, allow_none=True, validate=Length(1, 255))
+
+
+class Region(Text):
+    """A region (issue #68 item 2): `US-LA` (ISO 3166-2, a US state) or a country's alpha-2 code."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return places.check_region(text)
+        except places.UnknownPlace as problem:
+            raise ValidationError(str(problem)) from None
 
 
 class LeadSchema(ApiSchema):
@@ -17,7 +39,9 @@ class LeadSchema(ApiSchema):
 
     Loads to a dict with oli_id, phone_number (digits), client_name, form_type, priority_id,
     callback_scheduled_at (naive DB_TIMEZONE datetime or None) and callback_scheduled_at_sent (the
-    value exactly as sent, for the response). `data_id` and `agent_id` are unknown fields.
+    value exactly as sent, for the response); and when sent (issue #68) region (`US-LA`),
+    postal_code and consent ({type, at, source}): a push states the lead as the CRM has it, so a
+    lead pushed without them has none. `data_id` and `agent_id` are unknown fields.
     """
 
     oli_id = OliId(required=True)
@@ -29,6 +53,13 @@ class LeadSchema(ApiSchema):
                        "Callback Schedule, and 2, Fresh Assign); 400 otherwise"})
     callback_scheduled_at = WallClockDateTime(load_default=None, allow_none=True, metadata={
         "description": "Only with a callback priority (is_callback; the seeded 1); 400 otherwise"})
+    region = Region(load_default=None, allow_none=True, metadata={
+        "description": "Where the customer is, when the CRM knows (issue #68): US-LA, or a country (GB); it wins "
+                       "over the postal code and the number's area code for the calling rules"})
+    postal_code = Text(load_default=None, allow_none=True, validate=Regexp(
+        r"^[0-9A-Za-z][0-9A-Za-z -]{0,9}$", error="must be a postal code: up to 10 letters, digits, spaces and -"),
+        metadata={"description": "A US ZIP code places the customer in its state (issue #68)"})
+    consent = fields.Nested(ConsentSchema, load_default=None, allow_none=True)
 
     @validates_schema(skip_on_field_errors=False)
     def check_priority(self, data, **kwargs):
@@ -64,10 +95,13 @@ def priority_problem(priorities, priority_id, with_callback_time):
 
 
 LEAD_FIELDS = frozenset(LeadSchema._declared_fields)
+# A lead with any of these is loaded by LeadSchema: plain_lead takes the common lead only.
+PLACE_FIELDS = frozenset(("region", "postal_code", "consent"))
+PLAIN_FIELDS = LEAD_FIELDS - PLACE_FIELDS
 LEAD_REQUIRED = frozenset(name for name, field in LeadSchema._declared_fields.items() if field.required)
 LEAD_TEXT_LENGTHS = {
     name: (field.validate.min, field.validate.max)
-    for name, field in LeadSchema._declared_fields.items() if isinstance(field, Text)
+    for name, field in LeadSchema._declared_fields.items() if isinstance(field, Text) and name in PLAIN_FIELDS
 }
 
 
@@ -80,7 +114,7 @@ def plain_lead(lead, priorities):
     anything else (a callback time, a wrong type, any error at all) returns None and is loaded by
     LeadSchema, which reports it. tests/test_schemas.py holds the two to the same answers.
     """
-    if type(lead) is not dict or not LEAD_REQUIRED <= lead.keys() <= LEAD_FIELDS:
+    if type(lead) is not dict or not LEAD_REQUIRED <= lead.keys() <= PLAIN_FIELDS:
         return None
     if lead.get("callback_scheduled_at") is not None:
         return None
@@ -100,6 +134,7 @@ def plain_lead(lead, priorities):
         "oli_id": lead["oli_id"], "phone_number": digits, "client_name": lead["client_name"],
         "form_type": lead["form_type"], "priority_id": priority_id, "callback_scheduled_at": None,
         "callback_scheduled_at_sent": lead.get("callback_scheduled_at"),
+        "region": None, "postal_code": None, "consent": None,
     }
 
 

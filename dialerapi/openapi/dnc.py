@@ -1,0 +1,39 @@
+"""The CRM's do-not-call operations of the OpenAPI document (issue #68 item 5)."""
+
+from marshmallow import Schema, fields
+
+from dialerapi.sides.crm.dnc import DncRequestSchema
+
+PHONE = {"in": "path", "name": "phone", "required": True, "description": "The number, as the push takes it",
+         "schema": {"type": "string", "example": "+12125550100"}}
+
+
+class DncResponseSchema(Schema):
+    ok = fields.Boolean(required=True)
+    phone = fields.String(required=True, metadata={"example": "+12125550100", "description": "E.164"})
+    added = fields.Boolean(metadata={"description": "POST: false when it was listed already"})
+    removed = fields.Boolean(metadata={"description": "DELETE: false when it was not listed"})
+
+
+SCHEMAS = {"DncRequest": DncRequestSchema, "DncResponse": DncResponseSchema}
+
+
+def operations(json, error, writes, limited, common):
+    """The /api/dnc operations, built with document.py's helpers."""
+    return {
+        "/api/dnc": {"post": {
+            "tags": ["do-not-call"], "summary": "List a phone number: no claim of any lead with it from the next on",
+            "description": "A revocation, a do-not-call request or a registry entry (`reason`), honoured at once "
+                           "(the FCC's 2024 rule allows ten business days). Every lead with the number gets its "
+                           "lead.do_not_call event, with the reason as its source.",
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": "DncRequest", "example": {"phone": "+1 212 555 0100", "reason": "revoked",
+                                                    "oli_id": "CRM-2026-000042"}}}},
+            "responses": {"201": json("DncResponse", "Listed"), "200": json("DncResponse", "Listed already"),
+                          **writes, **limited, **common}}},
+        "/api/dnc/{phone}": {"delete": {
+            "tags": ["do-not-call"], "summary": "Take a phone number off the list", "parameters": [PHONE],
+            "responses": {"200": json("DncResponse", "Removed, or was not listed"),
+                          "400": error("A path that is no phone number", "validation_failed"),
+                          **limited, **common}}},
+    }
