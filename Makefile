@@ -58,7 +58,8 @@ soak: install
 bench: install
 	$(SUPERVISE) $(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/import_bench.py \
 	  && $(BIN)/python bench/claim_bench.py \
-	  && $(BIN)/python bench/compliance_bench.py && $(BIN)/python bench/abandon_bench.py \
+	  && $(BIN)/python bench/compliance_bench.py && $(BIN)/python bench/state_rules_bench.py \
+	  && $(BIN)/python bench/abandon_bench.py \
 	  && $(BIN)/python bench/personal_callback_bench.py && $(BIN)/python bench/caps_bench.py \
 	  && $(BIN)/python bench/campaign_bench.py \
 	  && $(BIN)/python bench/floor_bench.py && $(BIN)/python bench/results_bench.py && $(BIN)/python bench/board_bench.py \

@@ -98,6 +98,17 @@ def phone_facts(conn):
             cur.execute("UPDATE sales_master SET call_zone_id = %s WHERE phone_number LIKE %s", (zone_id, prefix + "%"))
 
 
+def make_agents(cur, form_types):
+    """AGENTS available agents, each with 2 of `form_types` (the same 2 for an agent id every time)."""
+    cur.execute("DELETE FROM sales_agent_skills")
+    cur.execute("DELETE FROM sales_agents")
+    for agent_id in range(1, AGENTS + 1):
+        cur.execute("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle)"
+                    " VALUES (%s, %s, %s, 1, 1)", (agent_id, str(5000 + agent_id), f"Agent {agent_id}"))
+        for skill in random.Random(agent_id).sample(form_types, 2):
+            cur.execute("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", (agent_id, skill))
+
+
 def prepare(now, name=DB_NAME, form_types=FORM_TYPES):
     """The bench database `name` (built when missing): LEADS leads spread over `form_types` in
     every claimable status, and AGENTS available agents with 2 of those skills each. Returns its URL."""
@@ -118,13 +129,7 @@ def prepare(now, name=DB_NAME, form_types=FORM_TYPES):
             fill = FILL.replace("CONCAT('form_', seq %% 10)", f"CONCAT('{prefix}_', {number})")
             cur.execute(fill.format(leads=LEADS), {"now": now})
             phone_facts(conn)
-            cur.execute("DELETE FROM sales_agent_skills")
-            cur.execute("DELETE FROM sales_agents")
-            for agent_id in range(1, AGENTS + 1):
-                cur.execute("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle)"
-                            " VALUES (%s, %s, %s, 1, 1)", (agent_id, str(5000 + agent_id), f"Agent {agent_id}"))
-                for skill in random.Random(agent_id).sample(form_types, 2):
-                    cur.execute("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", (agent_id, skill))
+            make_agents(cur, form_types)
             conn.commit()
             cur.execute("ANALYZE TABLE sales_master")
             print(f"  filled in {time.monotonic() - started:.1f} s", flush=True)

@@ -43,6 +43,9 @@ DEVDB = ROOT / "scripts" / "devdb.sh"
 PYTEST = Path(sys.executable).with_name("pytest")
 GROUPS = ROOT / "scripts" / "pytest_groups.sh"
 LOGS = ROOT / "var" / "test-clock"
+# The moment a run stands for, ISO 8601 UTC, for the clock tests' `now` fixture (tests/conftest.py):
+# tests read no clock of the machine's, moved or not (decisions.md D2).
+MOMENT_VARIABLE = "DIALERAPI_TEST_MOMENT"
 TIMES_OF_DAY = ((2, 0, 0), (8, 59, 59), (9, 0, 0), (20, 59, 59), (21, 0, 0), (23, 59, 59))
 
 
@@ -70,7 +73,9 @@ def matrix():
     The times of day run on the fall-back day, the spring-forward day only around its missing hour:
     its other five moments (4 minutes of CI) went when the fault tests grew by the restart and the
     rolling upgrade (issue #38), to keep CI within its hour. Last, the campaigns' moments in London,
-    Chicago and Sydney, each running only tests/test_campaign_clock.py."""
+    Chicago and Sydney, each running only tests/test_campaign_clock.py, and the state calling rules
+    moments (Alabama's Sunday, Louisiana's Christmas, Mississippi's kept Monday, New Year's night) in
+    Chicago and Kolkata, each running only tests/test_state_rules_clock.py."""
     moments = [Moment("UTC", datetime(2027, 6, 15, 2, 0), note="the hour the work-window bug was found")]
     moments += [Moment("Asia/Kolkata", datetime(2027, 6, 15, *hms)) for hms in TIMES_OF_DAY]
     moments += [Moment("Asia/Kolkata", datetime(2028, 2, 29, 23, 59, 59), note="leap day"),
@@ -92,6 +97,16 @@ def matrix():
                        files=campaign),
                 Moment("Europe/London", datetime(2026, 10, 25, 1, 30, fold=1), note="a DST night: the second 01:30 (GMT)",
                        files=campaign)]
+    # The state calling rules (issue #68 item 7), each instant in two DB_TIMEZONEs; their tests alone.
+    state = ("test_state_rules_clock.py",)
+    chicago = ZoneInfo("America/Chicago")
+    for instant, note in ((datetime(2027, 1, 10, 10, 0), "a Sunday morning in Alabama"),
+                          (datetime(2026, 12, 25, 12, 0), "Christmas Day in Louisiana"),
+                          (datetime(2027, 7, 5, 10, 0), "Mississippi's Monday for a Sunday Independence Day"),
+                          (datetime(2027, 1, 1, 0, 30), "New Year's night")):
+        for zone in ("America/Chicago", "Asia/Kolkata"):
+            wall = instant.replace(tzinfo=chicago).astimezone(ZoneInfo(zone)).replace(tzinfo=None)
+            moments.append(Moment(zone, wall, note=note, files=state))
     return moments
 
 
@@ -144,8 +159,8 @@ def run(moment, database, extra_args):
         files = [ROOT / "tests" / name for name in moment.files] or clock_files()
         selection = (["-m", "clock", "-n", "0", *map(str, files)] if moment.part is None
                      else [f"--suite-part={moment.part}/{PARTS}"])
-        env = faketime.environment({**os.environ, "DATABASE_URL": database.url, "DB_TIMEZONE": moment.zone},
-                                   shift=shift)
+        env = faketime.environment({**os.environ, "DATABASE_URL": database.url, "DB_TIMEZONE": moment.zone,
+                                    MOMENT_VARIABLE: moment.utc.isoformat()}, shift=shift)
         with open(log, "w") as out:
             result = subprocess.run(
                 [str(GROUPS), moment.name, str(PYTEST), "-q", "-p", "no:cacheprovider", "--basetemp", f"{database.directory}/pytest",

@@ -311,6 +311,17 @@ def frozen_clock():
 
 
 @pytest.fixture
+def now(frozen_clock):
+    """The moment a clock test runs at, wall-clock DB_TIMEZONE, the service's clock frozen there:
+    under `make test-clock` the moment of the matrix (clock_matrix.MOMENT_VARIABLE), else DEFAULT_NOW.
+    Read from the environment, never from the machine's clock (decisions.md D2)."""
+    moment = os.environ.get("DIALERAPI_TEST_MOMENT")
+    if moment:
+        frozen_clock(datetime.fromisoformat(moment))
+    return clock.now(TZ)
+
+
+@pytest.fixture
 def tz():
     """The apps' DB_TIMEZONE (a ZoneInfo)."""
     return TZ

@@ -299,3 +299,23 @@ def test_open_call_zones_are_worked_out_once_a_minute(run, push, rules_on, sql):
     assert zone not in open_ids(datetime(2026, 11, 30, 7, 59, 59, tzinfo=CHICAGO))
     assert zone in open_ids(datetime(2026, 11, 30, 8, 0, 0, tzinfo=CHICAGO))
     assert zone not in open_ids(datetime(2026, 11, 30, 20, 0, 0, tzinfo=CHICAGO))
+
+
+def test_health_counts_the_leads_each_rule_holds_per_campaign(client, push, rules_on, command, sql):
+    from conftest import MONITOR_SECRET
+
+    at(datetime(2026, 11, 27, 12, 0, tzinfo=CHICAGO))
+    push("LA-1", phone(504, 1))
+    push("LA-2", phone(504, 2), form_type="credit_card")
+    push("TX-1", phone(214, 1))
+    push("TX-2", phone(214, 2))
+    rules_on("us-la", "us-tx")
+    assert command("dnc", "add", phone(214, 2)).exit_code == 0
+    at(datetime(2026, 11, 29, 10, 0, tzinfo=CHICAGO))  # Sunday 10:00: Louisiana banned, Texas from noon
+    body = client.get("/health", headers={"Authorization": f"Bearer {MONITOR_SECRET}"}).get_json()
+    rules = body["metrics"]["calling_rules"]
+    assert rules["enabled"] == ["us-la", "us-tx"] and rules["restrictions_active"] == []
+    assert rules["leads_held"] == {"emergency": 0, "state_holiday": 0, "state_sunday": 2, "state_hours": 1,
+                                   "consent_required": 0}
+    assert rules["by_form_type"] == {"home_loan": {"state_sunday": 1, "state_hours": 1, "do_not_call": 1},
+                                     "credit_card": {"state_sunday": 1}}

@@ -150,7 +150,8 @@ def test_a_zone_first_met_after_a_claim_read_the_zones_is_found(run, floor):
 
 @pytest.mark.parametrize("mode, status, body", [
     ("redial", 409, {"ok": False, "error": "not_claimable", "reason": "outside_calling_window",
-                 "next_at": "2026-11-23 14:00:00"}),  # issue #68 item 6: when the window opens (DB_TIMEZONE)
+                     # issue #68 item 6: when the window opens, 09:00 in New York, wall-clock DB_TIMEZONE
+                     "next_at": clock.format_wall_clock(clock.wall(datetime(2026, 11, 23, 9, 0, tzinfo=NEW_YORK), TZ))}),
     ("inbound", 200, None),
 ])
 def test_a_redial_outside_the_window_is_409_and_an_inbound_call_is_answered(client, engine_auth, floor, sql, mode,

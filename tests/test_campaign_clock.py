@@ -15,7 +15,6 @@ from datetime import datetime, time, timedelta
 import pytest
 
 from conftest import TZ, own_number
-from dialerapi.plumbing import clock
 from dialerapi.rules import calendars, campaigns, claims, dialstate
 
 pytestmark = pytest.mark.clock
@@ -25,14 +24,6 @@ ALL_DAY = {day: ["00:00-24:00"] for day in calendars.DAYS}
 
 def hhmm(minutes):
     return "24:00" if minutes == calendars.DAY_END else f"{minutes // 60:02d}:{minutes % 60:02d}"
-
-
-@pytest.fixture
-def now(frozen_clock):
-    """This moment as the service reads it (wall-clock DB_TIMEZONE), the service's clock frozen there."""
-    moment = clock.now(TZ)
-    frozen_clock(moment)
-    return moment
 
 
 @pytest.fixture

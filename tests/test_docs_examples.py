@@ -323,7 +323,8 @@ def test_health_answer(app, client, sql):
     response = client.get("/health", headers={"Authorization": f"Bearer {MONITOR_SECRET}"})
     real = response.get_json()
     assert response.status_code == 200
-    assert_shape(shown, real, counts=("answer.metrics.requests", "answer.metrics.pending_actions"))
+    assert_shape(shown, real, counts=("answer.metrics.requests", "answer.metrics.pending_actions",
+                                      "answer.metrics.calling_rules.by_form_type"))
     meaning = ["ok", "status", "checks.db.ok", "checks.db.cluster", "checks.ami.ok", "checks.ami.configured",
                "checks.ami.error", "metrics.agent_sockets.hosts.0.draining"]
     assert picked(shown, meaning) == picked(real, meaning)

@@ -108,6 +108,29 @@ def test_a_campaign_with_contact_caps_never_dials_a_number_past_its_cap_and_says
             sql(f"DROP DATABASE `{name}`")
 
 
+@pytest.mark.long
+def test_a_sunday_with_louisianas_rule_on_dials_no_louisiana_number_and_says_what_it_cost(database_url, sql):
+    """Issue #68 item 8: leads in Louisiana and Texas on a Sunday, the us-la row on: no Louisiana
+    number is dialed, Texas ones are, and the report plays the same seed without the rule and gives
+    the calls it held back and the contact rate each way."""
+    scenario = sim.load_scenario(None, **{**SMALL, "leads": 80, "hours": 1.0}, seed=5, start_date="2026-11-29",
+                                 phone_zones={"US-Louisiana": 1, "US-Texas": 1}, calling_rules=["us-la"])
+    report = sim.replicate(database_url, scenario, keep=True)
+    schemas = [row["Database"] for row in schemas_left(sql, database_url)]
+    try:
+        [ruled] = [name for name in schemas if sql(f"SELECT COUNT(*) AS n FROM `{name}`.dialerapi_calling_rules")[0]["n"]]
+        dialed = {row["area"]: row["n"] for row in sql(
+            f"SELECT SUBSTRING(m.phone_number, 2, 3) AS area, COUNT(*) AS n FROM `{ruled}`.sales_call_attempts AS a"
+            f" JOIN `{ruled}`.sales_master AS m ON m.id = a.lead_id GROUP BY area")}
+        assert dialed.get("504", 0) == 0 and dialed["214"] > 0
+        cost = report["caps_cost"]
+        assert cost["prevented_calls"]["mean"] == cost["calls"]["without"]["mean"] - cost["calls"]["with"]["mean"] > 0
+        assert "calling rules (issues #50, #68)" in summary(report)
+    finally:
+        for name in schemas:
+            sql(f"DROP DATABASE `{name}`")
+
+
 def test_campaigns_in_a_scenario_keep_their_calendars_and_are_reported_against_their_own_rule(database_url, sql):
     """Issue #67 item 5: a Saturday and a Sunday; `weekdays` is closed on Sunday, `every_day` is open
     and under a 24-hour 5% rule of its own: no call of `weekdays` on the Sunday (in the run's own call

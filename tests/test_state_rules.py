@@ -6,6 +6,7 @@ no database.
 """
 
 from datetime import date, datetime, time
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -182,3 +183,16 @@ def test_the_crms_region_wins_over_the_postal_code_and_the_area_code():
     assert places.place(None, "35203", new_york) == (("US-AL",), "postal_code")
     assert places.place(None, None, new_york) == (("US-NY",), "area_code")
     assert places.place(None, "96910", new_york) == (("US-NY",), "area_code")  # a ZIP that places no state
+
+
+def test_the_docs_table_is_the_shipped_table():
+    """docs/compliance/state-rules.md shows each row as the service holds it."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "compliance" / "state-rules.md").read_text()
+    table = text.split("<!-- state-rules-table -->")[1].split("<!-- /state-rules-table -->")[0]
+    documented = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.strip().splitlines()[2:]]
+    shipped = [[f"`{row['name']}`", row["region"], row["hours"]["monday"], row["hours"]["saturday"],
+                row["hours"]["sunday"] or "no calls", "yes" if row["holidays"] else "no", row["checked"]]
+               for row in state_rules.listing(set())]
+    assert [cells[:6] + cells[8:] for cells in documented] == shipped
+    for cells, row in zip(documented, state_rules.RULES):
+        assert all(part.strip() in row.source for part in cells[7].split(";")), row.name

@@ -31,6 +31,7 @@ STATE_HOURS = "state_hours"
 STATE_SUNDAY = "state_sunday"
 STATE_HOLIDAY = "state_holiday"
 CONSENT_REQUIRED = "consent_required"
+REASONS = (EMERGENCY, STATE_HOLIDAY, STATE_SUNDAY, STATE_HOURS, CONSENT_REQUIRED)
 PROGRESSIVE, PREDICTIVE, REDIAL, INBOUND = "progressive", "predictive", "redial", "inbound"
 # The claims each consent rule (state_rules.StateRule.consent_for) holds.
 CONSENT_KINDS = {state_rules.PREDICTIVE: (PREDICTIVE,), state_rules.AUTOMATED: (PROGRESSIVE, PREDICTIVE)}

@@ -212,17 +212,34 @@ def lead_profile(lead, config):
 
 def held_leads(conn, now, tz, config):
     """Unreserved leads in the claim's states (Pending, Callback, Abandoned, Not Connected, due or
-    not) that each rule holds back now: {"do_not_call": n, "outside_calling_window": n (0 when the
-    window is not obeyed; listed leads are counted once, under do_not_call)}, by the columns a push
-    and a claim keep (a lead not yet worked out counts as lawful). One statement over those leads."""
-    open_ids = set(open_zone_ids(conn, now, tz, config, reload=True) or ())
-    held = {DO_NOT_CALL: 0, OUTSIDE_CALLING_WINDOW: 0}
+    not) that each rule holds back now from a progressive claim: {"do_not_call": n,
+    "outside_calling_window": n, and each calling rule's reason (rules.calling_rules): n, ...,
+    "by_form_type": {form_type: {reason: n}} (issue #68: per campaign, by its own settings)}, by the
+    columns a push and a claim keep (a lead not yet worked out counts as lawful; a listed lead is
+    counted once, under do_not_call). One statement over those leads."""
+    table = _known_zones(conn, reload=True)
+    moment = clock.instant(now, tz)
+    held = dict.fromkeys((DO_NOT_CALL, OUTSIDE_CALLING_WINDOW, *calling_rules.REASONS), 0)
+    by_form_type, reasons = {}, {}
     for row in queries.leads_by_phone_facts(conn):
+        own = config.of(row["form_type"])
         if row["do_not_call"]:
-            held[DO_NOT_CALL] += row["n"]
-        elif config.obey_calling_window and row["call_zone_id"] not in open_ids:
-            held[OUTSIDE_CALLING_WINDOW] += row["n"]
-    return held
+            reason = DO_NOT_CALL
+        elif row["call_zone_id"] not in table:
+            continue
+        else:
+            key = (row["call_zone_id"], own.obey_calling_window, own.calling_window_start, own.calling_window_end)
+            if key not in reasons:
+                names = table[row["call_zone_id"]]
+                found = calling_rules.held(names, moment, own, calling_rules.PROGRESSIVE, tz)
+                reasons[key] = found.reason if found else _window_reason(names, moment, tz, own,
+                                                                          calling_rules.PROGRESSIVE)
+            reason = reasons[key]
+        if reason is not None:
+            held[reason] += row["n"]
+            counts = by_form_type.setdefault(row["form_type"], {})
+            counts[reason] = counts.get(reason, 0) + row["n"]
+    return {**held, "by_form_type": by_form_type}
 
 
 def work_out_leads(conn, config, max_rows=2000):

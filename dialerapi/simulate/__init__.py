@@ -85,16 +85,16 @@ def replicate(database_url, scenario, *, keep=False, done=None, jobs=1):
     """`scenario.replications` runs of `scenario`, seeds scenario.seed, +1, ...; returns
     report.combine's report. `done(run)` is called with each run's figures as it ends.
 
-    A scenario with contact caps or retries per outcome (issue #50) is played twice per seed, with
-    them and without, and the report's "caps_cost" says what they cost: calls, leads contacted and
-    the contact rate each way, and the calls they prevented.
+    A scenario with contact caps or retries per outcome (issue #50), or calling rules (issue #68),
+    is played twice per seed, with them and without, and the report's "caps_cost" says what they
+    cost: calls, leads contacted and the contact rate each way, and the calls they prevented.
 
     `jobs` (issue #52): how many runs play at once, each in a process of its own (and, as always, a
     schema of its own). Each run depends on its seed alone, so the report is the one `jobs=1` gives
     for the same seeds, whatever order the runs end in."""
     seeded = [replace(scenario, seed=scenario.seed + k) for k in range(scenario.replications)]
-    plays = seeded + ([replace(play, contact_caps=[], retries={}) for play in seeded]
-                      if scenario.contact_caps or scenario.retries else [])
+    plays = seeded + ([replace(play, contact_caps=[], retries={}, calling_rules=[]) for play in seeded]
+                      if scenario.contact_caps or scenario.retries or scenario.calling_rules else [])
     if min(jobs, len(plays)) <= 1:
         results = []
         for play in plays:

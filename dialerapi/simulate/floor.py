@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import agents, campaigns, contact_caps, dialstate, dnc, outcome_retries, phones
+from dialerapi.rules import agents, calling_rules, campaigns, contact_caps, dialstate, dnc, outcome_retries, phones
 from dialerapi.rules.actions import sweep
 from dialerapi.simulate.calls import CallLife
 from dialerapi.simulate.crm import CrmFilings
@@ -219,7 +219,7 @@ class Floor(Pacing, CrmFilings, CallLife):
 
     def _caps_and_retries(self, conn):
         """The scenario's contact caps, enabled, and its retries per outcome (issue #50); its
-        campaigns (issue #67), set as `dialerapi campaigns set` sets them."""
+        campaigns (issue #67), set as `dialerapi campaigns set` sets them; its calling rules, on (issue #68)."""
         for form_type, settings in self.scenario.campaigns.items():
             campaigns.update(conn, form_type, settings, self.now, "simulator")
         for cap in self.scenario.contact_caps:
@@ -228,6 +228,8 @@ class Floor(Pacing, CrmFilings, CallLife):
             contact_caps.set_enabled(conn, cap if isinstance(cap, str) else cap["name"], True)
         for outcome, rule in self.scenario.retries.items():
             outcome_retries.set_rule(conn, outcome, rule.get("delay"), rule.get("max"))
+        for name in self.scenario.calling_rules:  # issue #68
+            calling_rules.set_enabled(conn, name, True, self.now)
 
     def http(self, path, body, expect, headers=None):
         """POST through the app's own request path; raise RuntimeError on a status not in `expect`."""

@@ -250,7 +250,11 @@ def summary(report):
         lines.append(f"{name:<46}{mean:>12}{spread:>24}")
     if "caps_cost" in report:
         cost = report["caps_cost"]
-        lines += ["", "contact caps and retries per outcome (issue #50), the same seeds with and without them:",
+        kinds = [name for name, on in (("contact caps", scenario.get("contact_caps")),
+                                       ("retries per outcome", scenario.get("retries")),
+                                       ("calling rules", scenario.get("calling_rules"))) if on]
+        held = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+        lines += ["", f"{held} (issues #50, #68), the same seeds with and without them:",
                   f"{'figure':<34}{'with':>12}{'without':>12}"]
         lines += [f"{name:<34}{cost[name]['with']['mean']:>12g}{cost[name]['without']['mean']:>12g}"
                   for name in COST_FIGURES]

@@ -16,7 +16,7 @@ from pathlib import Path
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
-from dialerapi.rules import campaign_settings, campaigns, contact_caps
+from dialerapi.rules import campaign_settings, campaigns, contact_caps, state_rules
 from dialerapi.rules.dialstate import OUTCOMES
 from dialerapi.rules.states import RETRY_OUTCOMES
 
@@ -89,7 +89,10 @@ class DurationField(fields.Field):
 PHONE_ZONES = {"IN": ("9", 10), "US-Eastern": ("12122", 11), "US-Central": ("13122", 11),
                "US-Pacific": ("14152", 11), "US-Hawaii": ("18082", 11), "AE": ("97150", 12),
                # Issue #50: states with a contact cap (florida-oklahoma-3-per-24h).
-               "US-Florida": ("13052", 11), "US-Oklahoma": ("14052", 11)}
+               "US-Florida": ("13052", 11), "US-Oklahoma": ("14052", 11),
+               # Issue #68: states with calling rules of their own (Sunday bans, holidays, hours).
+               "US-Alabama": ("12052", 11), "US-Louisiana": ("15042", 11), "US-Mississippi": ("16012", 11),
+               "US-Texas": ("12142", 11), "US-RhodeIsland": ("14012", 11), "US-Utah": ("18012", 11)}
 
 
 def _share():
@@ -177,6 +180,10 @@ class ScenarioSchema(Schema):
     # takes them (calendar, abandon rule, retries, ...), with an optional state.
     campaigns = fields.Dict(keys=fields.String(validate=Length(1, 64)), values=fields.Raw(), validate=Length(0, 50),
                             load_default=dict)
+    # Issue #68: the rows of the state calling rules' table to switch on (`dialerapi rules enable`).
+    calling_rules = fields.List(fields.String(validate=OneOf(
+        tuple(rule.name for rule in state_rules.RULES), error="a calling rule is one of `dialerapi rules list`")),
+        validate=Length(0, len(state_rules.RULES)), load_default=list)
 
     @validates_schema
     def _consistent(self, data, **kwargs):
@@ -317,6 +324,7 @@ class Scenario:
     retries: dict
     shared_phone_share: float
     campaigns: dict
+    calling_rules: list = ()
 
     def to_json(self):
         """The scenario as plain JSON values, in the file format `load_scenario` reads."""

@@ -17,7 +17,7 @@ import pymysql
 from dialerapi.plumbing import ami, clock, socket_slots
 from dialerapi.plumbing.clock import format_utc
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import compliance, dialstate, dnc, webhooks
+from dialerapi.rules import calling_rules, compliance, dialstate, dnc, webhooks
 from dialerapi.upkeep import webhooks as dispatch
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,10 @@ def webhooks_report(conn):
 
 def compliance_report(conn, now, tz):
     """Issue #30: {"do_not_call": {numbers listed, leads held}, "calling_window": {obeyed, window,
-    leads outside it now}}; leads are those compliance.held_leads counts."""
+    leads outside it now}}; issue #68: "calling_rules": {enabled (the table's rows on),
+    restrictions_active [{id, region, note}], leads_held {reason: n}, by_form_type {form_type:
+    {reason: n}} (do_not_call and outside_calling_window too)}; leads are those
+    compliance.held_leads counts."""
     config = dialstate.load_config(conn)
     held = compliance.held_leads(conn, now, tz, config)
     window = f"{config.calling_window_start:%H:%M}-{config.calling_window_end:%H:%M}"
@@ -188,6 +191,12 @@ def compliance_report(conn, now, tz):
         "do_not_call": {"numbers": dnc.count(conn), "leads_held": held[compliance.DO_NOT_CALL]},
         "calling_window": {"obeyed": config.obey_calling_window, "window": window,
                            "leads_outside": held[compliance.OUTSIDE_CALLING_WINDOW]},
+        "calling_rules": {
+            "enabled": list(config.calling_rules),
+            "restrictions_active": [{"id": r.id, "region": r.region, "note": r.note} for r in config.restrictions
+                                    if r.active(clock.to_utc(now, tz))],
+            "leads_held": {reason: held[reason] for reason in calling_rules.REASONS},
+            "by_form_type": held["by_form_type"]},
     }
 
 

@@ -110,13 +110,15 @@ class DatabaseGauges:
 
 
 def compliance_gauges(report):
-    """Issue #30: the do-not-call list's size and the leads each rule holds back now."""
+    """Issues #30, #68: the do-not-call list's size and the leads each rule holds back now."""
     yield GaugeMetricFamily("dialerapi_dnc_numbers", "Phone numbers on the do-not-call list",
                             value=report["do_not_call"]["numbers"])
     held = GaugeMetricFamily("dialerapi_leads_held", "Unreserved leads in claim states that a rule holds back now",
                              labels=["rule"])
     held.add_metric(["do_not_call"], report["do_not_call"]["leads_held"])
     held.add_metric(["outside_calling_window"], report["calling_window"]["leads_outside"])
+    for reason, count in report["calling_rules"]["leads_held"].items():  # issue #68: each calling rule's reason
+        held.add_metric([reason], count)
     yield held
 
 

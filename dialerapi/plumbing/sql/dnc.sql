@@ -46,10 +46,10 @@ WHERE m.do_not_call = 0 AND NOT (m.dial_status = 'Calling' AND m.isReserved = 1)
 DROP TEMPORARY TABLE IF EXISTS dialerapi_dnc_staging;
 
 -- name: leads_by_phone_facts()
--- Unreserved leads in the claim's states, by mark and call zone (held_leads).
-SELECT do_not_call, call_zone_id, COUNT(*) AS n FROM sales_master
+-- Unreserved leads in the claim's states, by form_type, mark and call zone (held_leads).
+SELECT form_type, do_not_call, call_zone_id, COUNT(*) AS n FROM sales_master
 WHERE dial_status IN ('Callback', 'Pending', 'Abandoned', 'Not Connected') AND isReserved = 0
-GROUP BY do_not_call, call_zone_id;
+GROUP BY form_type, do_not_call, call_zone_id;
 
 -- name: change_counter(name, delta)!
 INSERT INTO dialerapi_counters (name, value) VALUES (:name, :delta) ON DUPLICATE KEY UPDATE value = value + :delta;
