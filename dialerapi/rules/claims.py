@@ -85,7 +85,7 @@ def _candidates(conn, wanted, now, config, max_rows, zones, tz=None, agent_id=No
 
     With the window obeyed, a form_type's due order is read as far as without it, each lead marked
     lawful or not: where its first due leads are in open zones, that is all it takes. A form_type
-    whose read holds fewer than `max_rows` lawful leads is read zone by zone instead
+    whose read holds fewer than half `max_rows` lawful leads (`_enough`) is read zone by zone instead
     (ix_claim_zone: a closed zone costs nothing, however many of its leads are due), in a second
     statement, and from the first statement on while the same zones are open (`_by_zone`). So the
     cost does not grow with the leads asleep.
@@ -142,13 +142,18 @@ def _callbacks_open(now, config):
 
 
 def _zone_reads(common, form_types, zones):
-    return [(queries.due_candidates_in_zone, {**common[form_type], "zone_id": zone_id})
+    """A form_type's due order read zone by zone: its first lawful lead is the first of some open
+    zone's, so each zone's read takes its share of the window (at least 1 row), not the whole
+    window: with many profiles open (issue #68: a zone per state and consent) the statement reads
+    about a window's rows, not one per zone."""
+    return [(queries.due_candidates_in_zone, {**common[form_type], "zone_id": zone_id,
+                                              "max_rows": max(1, common[form_type]["max_rows"] // len(zones[form_type]))})
             for form_type in form_types for zone_id in zones[form_type]]
 
 
 def _read(conn, reads, max_rows):
     """Run `reads`, (query, params) pairs, in one statement. Returns their lawful rows, whether no
-    read was cut at its max_rows, and the form_types whose read was cut with fewer than `max_rows`
+    read was cut at its max_rows, and the form_types whose read was cut with fewer than `_enough`
     lawful rows (a head mostly asleep: to be read zone by zone), with None among them when the
     owner's read (callbacks.owner_read) was cut with none lawful."""
     rows = union_all(conn, [(query, {**params, "part": number}) for number, (query, params) in enumerate(reads)])
@@ -164,12 +169,20 @@ def _read(conn, reads, max_rows):
                 sparse.append(None)  # all in closed call zones: read on (_own_lawful)
             continue
         cut = len(read) == params["max_rows"]
-        if cut and len(lawful) < max_rows:
+        if cut and len(lawful) < _enough(max_rows) and "zone_id" not in params:
             sparse.append(params["form_type"])
         else:
             candidates += lawful
             complete = complete and not cut
     return candidates, complete, sparse
+
+
+def _enough(max_rows):
+    """The lawful leads a head read must hold to be used as it is: half its window (at least 1). Its
+    lawful leads are the first in claim order, the rest of the window spares for claims that take
+    them first; a head with fewer is read zone by zone, which costs a part per open zone (with the
+    state rules on, about one per state: issue #68)."""
+    return max(1, max_rows // 2)
 
 
 def _in_claim_order(rows, now):
