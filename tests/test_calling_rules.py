@@ -319,3 +319,27 @@ def test_health_counts_the_leads_each_rule_holds_per_campaign(client, push, rule
                                    "consent_required": 0}
     assert rules["by_form_type"] == {"home_loan": {"state_sunday": 1, "state_hours": 1, "do_not_call": 1},
                                      "credit_card": {"state_sunday": 1}}
+
+
+def test_a_campaign_marked_consent_required_leaves_its_unconsented_leads_to_a_manual_redial(
+        run, push, floor_agent, sql, client, engine_auth, auth):
+    from dialerapi.rules import campaigns
+
+    at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
+    floor_agent(501, skills=("home_loan", "credit_card"))
+    push("EXPRESS", phone(214, 1), consent={"type": "express", "at": "2026-11-01 10:00:00"})
+    push("EBR", phone(214, 2), consent={"type": "ebr", "at": "2026-11-01 10:00:00"})
+    push("NONE", phone(214, 3))
+    push("OTHER", phone(214, 4), form_type="credit_card")
+    now = at(datetime(2026, 11, 30, 13, 0, tzinfo=CHICAGO))
+    run(campaigns.update, "home_loan", {"consent_required": "automated"}, now, "test")
+    assert claim_all(run, 501, now) == ["EXPRESS", "OTHER"]
+    why = read(client, auth, "NONE")["callable"]
+    assert (why["now"], why["reason"], why["rule"]) == (False, "consent_required", "campaign")
+    sql("UPDATE sales_master SET dial_status = 'Received' WHERE oli_id = 'NONE'")
+    sql("UPDATE sales_agents SET panel_active = 1, ami_idle = 1")
+    response = client.post("/engine/claim", json={"mode": "redial", "agent_id": 501, "oli_id": "NONE",
+                                                    "request_id": "r1"}, headers=engine_auth)
+    assert response.status_code == 200, "an agent's manual redial is the way to call it"
+    with pytest.raises(Exception, match="predictive or automated"):
+        run(campaigns.update, "home_loan", {"consent_required": "always"}, now, "test")

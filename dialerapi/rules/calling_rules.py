@@ -35,6 +35,11 @@ REASONS = (EMERGENCY, STATE_HOLIDAY, STATE_SUNDAY, STATE_HOURS, CONSENT_REQUIRED
 PROGRESSIVE, PREDICTIVE, REDIAL, INBOUND = "progressive", "predictive", "redial", "inbound"
 # The claims each consent rule (state_rules.StateRule.consent_for) holds.
 CONSENT_KINDS = {state_rules.PREDICTIVE: (PREDICTIVE,), state_rules.AUTOMATED: (PROGRESSIVE, PREDICTIVE)}
+# The consent types that meet a campaign's consent_required: an established business relationship
+# is no consent to automated calls.
+CAMPAIGN_CONSENT = ("written", "express")
+CAMPAIGN = "campaign"
+
 REGION_MARK, CONSENT_MARK = "@", "+"
 # How far ahead next_open looks for an opening, in days.
 HORIZON_DAYS = 15
@@ -94,8 +99,9 @@ def split(names):
 
 
 def active(config):
-    """Whether any calling rule or restriction is on: without one, held() never holds a lead."""
-    return bool(config.calling_rules or config.restrictions)
+    """Whether any calling rule, restriction or campaign consent requirement is on: without one,
+    held() never holds a lead."""
+    return bool(config.calling_rules or config.restrictions or config.consent_required)
 
 
 def held(names, moment, config, kind, fallback):
@@ -110,6 +116,8 @@ def held(names, moment, config, kind, fallback):
             return Held(EMERGENCY, f"restriction {restriction.id}", restriction.note, restriction.note)
     rows = [state_rules.BY_NAME[name] for name in config.calling_rules if name in state_rules.BY_NAME]
     rows = [row for row in rows if any(row.applies_to(region) for region in regions)]
+    if config.consent_required and kind in CONSENT_KINDS[config.consent_required] and consent not in CAMPAIGN_CONSENT:
+        return Held(CONSENT_REQUIRED, CAMPAIGN, f"the campaign's consent_required: {config.consent_required}")
     if not rows:
         return None
     locals_ = [moment.astimezone(zone) for zone in phones.local_zones(zones, fallback)]

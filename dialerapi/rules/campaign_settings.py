@@ -19,6 +19,8 @@ from dialerapi.rules import abandons, calendars, callbacks
 from dialerapi.rules.states import RETRY_OUTCOMES
 
 NEVER = "never"
+# Which automated claims a campaign's consent_required holds (rules.calling_rules.CONSENT_KINDS).
+CONSENT_FOR = ("predictive", "automated")
 CALENDAR_SETTINGS = ("open_hours", "restricted_dates", "start_date", "end_date")
 
 
@@ -149,6 +151,9 @@ class CampaignSettingsSchema(Schema):
     personal_callback_fallback_minutes = Fallback()
     phone_default_region = Region()
     predictive = fields.Boolean()
+    # Issue #68: the consent its leads need for automated claims (predictive ones, or progressive
+    # too), beside any a state rule asks; a lead without it is only called by an agent's manual redial.
+    consent_required = fields.String(validate=OneOf(CONSENT_FOR, error="must be predictive or automated"))
 
     @validates_schema
     def coherent(self, data, **kwargs):
@@ -217,7 +222,7 @@ def overrides(settings, floor):
     values = {}
     for name in ("enforce_abandon_limit", "abandon_limit", "abandon_period", "abandon_min_answered",
                  "abandon_connect_seconds", "amd_false_positive_share", "retry_seconds", "max_tries",
-                 "obey_calling_window", "phone_default_region"):
+                 "obey_calling_window", "phone_default_region", "consent_required"):
         if name in settings:
             values[name] = settings[name]
     if "retry_pattern" in settings:

@@ -203,6 +203,7 @@ def effective(config):
         "personal_callback_fallback_minutes": config.personal_callback_fallback_minutes
         if config.personal_callback_fallback_minutes is not None else campaign_settings.NEVER,
         "phone_default_region": config.phone_default_region, "predictive": config.predictive,
+        "consent_required": config.consent_required,
     }
 
 

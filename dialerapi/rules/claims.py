@@ -142,12 +142,11 @@ def _callbacks_open(now, config):
 
 
 def _zone_reads(common, form_types, zones):
-    """A form_type's due order read zone by zone: its first lawful lead is the first of some open
-    zone's, so each zone's read takes its share of the window (at least 1 row), not the whole
-    window: with many profiles open (issue #68: a zone per state and consent) the statement reads
-    about a window's rows, not one per zone."""
-    return [(queries.due_candidates_in_zone, {**common[form_type], "zone_id": zone_id,
-                                              "max_rows": max(1, common[form_type]["max_rows"] // len(zones[form_type]))})
+    """A form_type's due order read zone by zone. Its first lawful lead is the first of some open
+    zone's, so each zone's read takes its share of the window (at least 1 row; zone 0, leads not yet
+    worked out, not counted): with a zone per state (issue #68) a window's rows, not one per zone."""
+    return [(queries.due_candidates_in_zone, {**common[form_type], "zone_id": zone_id, "max_rows": max(
+        1, common[form_type]["max_rows"] // max(1, len(zones[form_type]) - 1))})
             for form_type in form_types for zone_id in zones[form_type]]
 
 
@@ -178,10 +177,9 @@ def _read(conn, reads, max_rows):
 
 
 def _enough(max_rows):
-    """The lawful leads a head read must hold to be used as it is: half its window (at least 1). Its
-    lawful leads are the first in claim order, the rest of the window spares for claims that take
-    them first; a head with fewer is read zone by zone, which costs a part per open zone (with the
-    state rules on, about one per state: issue #68)."""
+    """The lawful leads a head read must hold to be used as it is: half its window (at least 1), the
+    first in claim order and spares for claims that take them first. A head with fewer is read zone
+    by zone, a part per open zone (issue #68: about one per state)."""
     return max(1, max_rows // 2)
 
 

@@ -94,7 +94,7 @@ def open_zone_ids(conn, now, tz, config, reload=False, kind=calling_rules.PROGRE
     whole = not (config.calling_window_start.second or config.calling_window_end.second)
     key = (moment.replace(second=0, microsecond=0, tzinfo=None) - moment.utcoffset(), str(tz),
            config.obey_calling_window, config.calling_window_start, config.calling_window_end,
-           config.calling_rules, config.restrictions, kind, generation)
+           config.calling_rules, config.restrictions, config.consent_required, kind, generation)
     found = _open_memo.get(key) if whole else None
     if found is None:
         found = (UNKNOWN_ZONE_ID,) + tuple(sorted(
@@ -126,7 +126,7 @@ def open_zones(conn, wanted, now, tz, config, reload=False, kind=calling_rules.P
     by_window, zones = {}, {}
     for form_type, _ in wanted:
         own = config.of(form_type)
-        window = (own.obey_calling_window, own.calling_window_start, own.calling_window_end)
+        window = (own.obey_calling_window, own.calling_window_start, own.calling_window_end, own.consent_required)
         if window not in by_window:
             by_window[window] = open_zone_ids(conn, now, tz, own, reload and not by_window, kind)
         zones[form_type] = by_window[window]

@@ -57,6 +57,8 @@ class DialerConfig:
     # restrictions (rules.calling_rules.Restriction), read with the config by every claim.
     calling_rules: tuple = ()
     restrictions: tuple = ()
+    # A campaign's consent_required (predictive or automated; None: the state rules' alone).
+    consent_required: str = None
     # Issue #67: a campaign's calendar (rules.calendars.Calendar; None: the floor's work window, which
     # closes no claim), its rules.campaigns.Campaign (None: the floor), whether its leads may be
     # dialed predictively, and on the floor's config every campaign by form_type.
