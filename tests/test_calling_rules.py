@@ -103,7 +103,7 @@ def test_the_lead_read_says_where_the_customer_is_their_consent_and_why_not_now(
     at(datetime(2026, 11, 27, 12, 0, tzinfo=CHICAGO))
     push("BY-AREA", phone(504, 1))
     push("BY-ZIP", "+1 212 555 0100", postal_code="35203")
-    push("BY-REGION", "+1 212 555 0101", region="us-la", postal_code="35203",
+    push("BY-REGION", "+1 212 555 0101", region="US-LA", postal_code="35203",
          consent={"type": "written", "at": "2026-11-20 10:00:00", "source": "web form 7"})
     rules_on("us-federal", "us-al", "us-la")
     at(SUNDAY_NOON)
@@ -208,7 +208,8 @@ def test_a_lead_of_the_previous_release_is_worked_out_again_by_the_claim_that_fi
 
 
 @pytest.mark.parametrize("field, value", [
-    ("region", "US-XX"), ("region", "Louisiana"), ("postal_code", "70112!"), ("postal_code", "1" * 11),
+    ("region", "US-XX"), ("region", "Louisiana"), ("region", "us-la"), ("postal_code", "70112!"),
+    ("postal_code", "1" * 11),
     ("consent", {"type": "verbal", "at": "2026-11-20 10:00:00"}), ("consent", {"type": "written"}),
     ("consent", {"type": "written", "at": "2026-11-20 10:00:00", "source": "x" * 256}),
 ])
@@ -343,3 +344,12 @@ def test_a_campaign_marked_consent_required_leaves_its_unconsented_leads_to_a_ma
     assert response.status_code == 200, "an agent's manual redial is the way to call it"
     with pytest.raises(Exception, match="predictive or automated"):
         run(campaigns.update, "home_loan", {"consent_required": "always"}, now, "test")
+
+
+def test_a_number_phonenumbers_cannot_read_is_listed_and_removed_by_its_digits(client, auth, sql):
+    """As a push stores such a phone (D4: 10-15 digits), the list takes it as its digits: the
+    OpenAPI document's phone is the push's, and every phone it allows is answered 2xx."""
+    listed = client.post("/api/dnc", json={"phone": "0000000000", "reason": "registry"}, headers=auth)
+    assert listed.status_code == 201 and listed.get_json()["added"] is True
+    assert client.delete("/api/dnc/0000000000", headers=auth).get_json()["removed"] is True
+    assert client.delete("/api/dnc/0000000000", headers=auth).get_json()["removed"] is False

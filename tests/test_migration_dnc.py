@@ -232,8 +232,8 @@ def test_the_backfill_works_out_every_lead_the_previous_release_wrote_but_a_live
         assert cur.fetchone()["n"] == LEADS - 1
     conn.commit()
     assert rows == {"F-000001": {"phone_e164": None, "do_not_call": 0, "zones": None},
-                    "F-000002": {"phone_e164": 919876500002, "do_not_call": 0, "zones": "Asia/Calcutta"},
-                    "F-000007": {"phone_e164": 919876500007, "do_not_call": 1, "zones": "Asia/Calcutta"}}
+                    "F-000002": {"phone_e164": 919876500002, "do_not_call": 0, "zones": "Asia/Calcutta;@IN"},
+                    "F-000007": {"phone_e164": 919876500007, "do_not_call": 1, "zones": "Asia/Calcutta;@IN"}}
 
 
 @pytest.mark.long
@@ -288,4 +288,6 @@ def test_pushes_racing_the_backfill_leave_every_lead_s_facts_those_of_its_phone(
     assert len(rows) == LEADS
     for row in rows:
         assert row["phone_e164"] == int(row["phone_number"]) and not row["do_not_call"], row
-        assert row["zones"] == ("America/New_York" if row["phone_number"].startswith("1") else "Asia/Calcutta"), row
+        # The calling profile (issue #68): the number's zones, then its region.
+        assert row["zones"] == ("America/New_York;@US-NY" if row["phone_number"].startswith("1")
+                                else "Asia/Calcutta;@IN"), row

@@ -92,7 +92,10 @@ def stored(sql, prefix):
     """{oli_id: (phone_e164, zone names)} as the service stored them."""
     rows = sql("SELECT m.oli_id, m.phone_e164, z.zones FROM sales_master AS m"
                " LEFT JOIN dialerapi_call_zones AS z ON z.id = m.call_zone_id WHERE m.oli_id LIKE %s", prefix + "-%%")
-    return {row["oli_id"]: (row["phone_e164"], tuple(name for name in (row["zones"] or "").split(";") if name))
+    # The call zone's IANA zones; its regions and consent (`@US-NY`, `+written`: the calling profile,
+    # issue #68) are tests/test_calling_rules.py's.
+    return {row["oli_id"]: (row["phone_e164"], tuple(name for name in (row["zones"] or "").split(";")
+                                                     if name and name[0] not in "@+"))
             for row in rows}
 
 

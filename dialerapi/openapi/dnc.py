@@ -3,9 +3,10 @@
 from marshmallow import Schema, fields
 
 from dialerapi.sides.crm.dnc import DncRequestSchema
+from dialerapi.web.fields import PHONE_TEXT_PATTERN
 
 PHONE = {"in": "path", "name": "phone", "required": True, "description": "The number, as the push takes it",
-         "schema": {"type": "string", "example": "+12125550100"}}
+         "schema": {"type": "string", "pattern": PHONE_TEXT_PATTERN, "example": "+12125550100"}}
 
 
 class DncResponseSchema(Schema):

@@ -30,7 +30,8 @@ OUTSIDE_CALLING_WINDOW = "outside_calling_window"
 INBOUND = "inbound"
 UNKNOWN_ZONE_ID = 0
 # What a lead's calling profile is worked out from, besides its phone (issue #68).
-PROFILE_FIELDS = ("phone_number", "region", "postal_code", "consent_type")
+PLACE_COLUMNS = ("region", "postal_code", "consent_type")
+PROFILE_FIELDS = ("phone_number",) + PLACE_COLUMNS
 
 _zones_lock = threading.Lock()
 # {call_zone id: zone names} as this process last read dialerapi_call_zones. Its rows never change
@@ -147,15 +148,17 @@ def verdict(conn, row, now, tz, config, call_type=None, kind=calling_rules.PROGR
     (a `call_type` redial or inbound claim is of that kind); OUTSIDE_CALLING_WINDOW when the window
     is obeyed and the customer's local time is outside it (never for inbound; figures {next_at}).
     next_at is 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE, the next moment nothing of these holds the lead, or
-    None. `row` carries `listed` (the list's answer for its stored phone_e164) when read by the
-    claim's lock queries; it is taken out of the row, which is then a sales_master row again.
+    None. `row` carries `listed` (the list's answer for its stored phone_e164) and the invisible
+    region, postal_code and consent_type when read by the claim's lock queries; they are taken out
+    of the row, which is then a sales_master row again (as SELECT * reads it).
     Corrects the row's phone_e164, do_not_call and call_zone_id (its calling profile) when they
     disagree with its phone_number, region, postal_code and consent_type; a lead whose mark changes
     so is told to the CRM (lead.do_not_call or lead.do_not_call_removed, source `claim`; issue #65:
     never a change without its event).
     """
     kind = {INBOUND: calling_rules.INBOUND, "redial": calling_rules.REDIAL}.get(call_type, kind)
-    number, names, _ = lead_profile(row, config)
+    place = {name: row.pop(name, None) for name in PLACE_COLUMNS}
+    number, names, _ = lead_profile({**row, **place}, config)
     stored = row.get("phone_e164")
     stored_listed = row.pop("listed", None)
     if number is not None and stored == number and stored_listed is not None:

@@ -82,16 +82,25 @@ def crm_list(conn, phone_number, reason, now, oli_id=None):
     """POST /api/dnc (issue #68 item 5): list `phone_number` (digits, read with the floor's
     phone_default_region) for `reason` (CRM_REASONS), from the next claim of every lead with that
     number, each with its lead.do_not_call event of source `reason`. Returns {phone (E.164 text),
-    added (False: it was listed already, with its first source kept)}. Raises phones.InvalidNumber."""
-    number = phones.e164(phone_number, dialer_config.load_config(conn).phone_default_region)
+    added (False: it was listed already, with its first source kept)}."""
+    number = _crm_number(conn, phone_number)
     return {"phone": phones.format_e164(number), "added": bool(add(conn, [number], reason, now, oli_id))}
 
 
 def crm_remove(conn, phone_number, now):
     """DELETE /api/dnc/{phone}: take `phone_number` off the list (source `api` on the events).
-    Returns {phone, removed (False: it was not listed)}. Raises phones.InvalidNumber."""
-    number = phones.e164(phone_number, dialer_config.load_config(conn).phone_default_region)
+    Returns {phone, removed (False: it was not listed)}."""
+    number = _crm_number(conn, phone_number)
     return {"phone": phones.format_e164(number), "removed": bool(remove(conn, [number], now, API))}
+
+
+def _crm_number(conn, phone_number):
+    """The E.164 digits of a CRM's phone (digits, D4), read with the floor's phone_default_region; the
+    digits themselves when phonenumbers reads no number in them (as a push stores such a phone)."""
+    try:
+        return phones.e164(phone_number, dialer_config.load_config(conn).phone_default_region)
+    except phones.InvalidNumber:
+        return int(phone_number)
 
 
 def count(conn):

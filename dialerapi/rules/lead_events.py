@@ -279,14 +279,13 @@ def _waiting_on_cap(row):
     return {"cap": row["contact_cap"], "frees_at": wall_text(until)}
 
 
-def _when(conn, row, now, tz):
-    """The lead's place, consent and callable (rules.why, issue #68)."""
+def _when(row, now, tz, config):
+    """The lead's place, consent and callable (rules.why, issue #68) by the floor's `config`."""
     # Imported here: rules.why reads the rules that tell the CRM of their changes through this module.
     from dialerapi.rules import why
 
-    config = dialer_config.load_config(conn).of(row["form_type"])
-    return {"place": why.place(row, config), "consent": why.consent(row),
-            "callable": why.callable_now(conn, row, now, tz)}
+    return {"place": why.place(row, config.of(row["form_type"])), "consent": why.consent(row),
+            "callable": why.callable_now(row, now, tz, config)}
 
 
 def read_lead(conn, oli_id, before, limit, tz, now=None):
@@ -308,8 +307,9 @@ def read_lead(conn, oli_id, before, limit, tz, now=None):
     row = queries.read_lead(conn, oli_id=oli_id, before=before or 2 ** 63 - 1, max_rows=limit, page_rows=limit + 1)
     if row is None:
         raise UnknownLead(oli_id)
+    config = dialer_config.load_config(conn)
     fallback_minutes = (None if row["callback_agent_id"] is None
-                        else dialer_config.load_config(conn).of(row["form_type"]).personal_callback_fallback_minutes)
+                        else config.of(row["form_type"]).personal_callback_fallback_minutes)
     owner = row["callback_agent_id"]
     fallback_at = None
     if owner is not None and row["callback_scheduled_at"] is not None and fallback_minutes is not None:
@@ -326,6 +326,6 @@ def read_lead(conn, oli_id, before, limit, tz, now=None):
         "call_zones": list(calling_rules.split(row["call_zones"].split(";"))[0]) if row["call_zones"] else [],
         "callback_agent_id": owner, "callback_fallback_at": wall_text(fallback_at),
         "contact_cap": _waiting_on_cap(row),
-        **_when(conn, row, now, tz),
+        **_when(row, now, tz, config),
     }
     return {"lead": lead, "calls_json": row["calls"] or "[]", "next": row["last_id"] if row["more"] else None}

@@ -63,6 +63,9 @@ _ZIP3_RANGES = (
 )
 ZIP3_STATES = {prefix: state for low, high, state in _ZIP3_RANGES for prefix in range(low, high + 1)}
 US_STATES = frozenset(STATE_ZONES)
+# Every region a lead may name, exactly as written (upper case): the states as US-XX, and the
+# countries phonenumbers knows.
+REGIONS = tuple(sorted({f"US-{state}" for state in US_STATES} | set(phonenumbers.SUPPORTED_REGIONS)))
 
 
 class UnknownPlace(ValueError):

@@ -18,7 +18,7 @@ Times are 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE.
 """
 
 from dialerapi.plumbing import clock
-from dialerapi.rules import calling_rules, campaigns, compliance, dialer_config
+from dialerapi.rules import calling_rules, campaigns, compliance
 from dialerapi.rules.states import is_live
 
 NOT_DUE = "not_due"
@@ -31,33 +31,34 @@ def _answer(reason=None, next_at=None, held=None):
             "source": held.source if held else None, "note": held.note if held else None, "next_at": next_at}
 
 
-def callable_now(conn, row, now, tz):
+def callable_now(row, now, tz, floor):
     """{now (bool), reason, rule, source, note, next_at} of the sales_master `row` (with region,
     postal_code, consent_type, claim_bucket, claim_due, contact_cap_until) at `now` (wall-clock
-    `tz`, DB_TIMEZONE); see the module's docstring for the reasons."""
-    config = dialer_config.load_config(conn).of(row["form_type"])
+    `tz`, DB_TIMEZONE), by the floor's DialerConfig `floor` (dialer_config.load_config, with the
+    campaigns); see the module's docstring for the reasons."""
+    config = floor.of(row["form_type"])
     if row["do_not_call"]:
         return _answer(compliance.DO_NOT_CALL)
     if is_live(row):
         return _answer(LEAD_IN_FLIGHT)
     if row["claim_bucket"] is None or (row["claim_bucket"] == 4 and row["claim_due"] is None):
         return _answer(NOT_DUE)
-    refused = campaigns.refusal(config.floor or config, row["form_type"], now)
+    refused = campaigns.refusal(floor, row["form_type"], now)
     if refused:
-        return _answer(refused, campaigns.status(config.floor or config, row["form_type"], now, tz)["next_open_at"])
+        return _answer(refused, campaigns.status(floor, row["form_type"], now, tz)["next_open_at"])
     _, names, _ = compliance.lead_profile(row, config)
     due = row["claim_due"] if row["claim_due"] is not None and row["claim_due"] > now else None
     cap = row["contact_cap_until"] if row["contact_cap_until"] is not None and row["contact_cap_until"] > now else None
     start = max(at for at in (now, due, cap) if at is not None)
     moment = clock.instant(start, tz)
-    lawful_at = compliance.next_at(names, moment, tz, config)
     if start > now:
-        return _answer(CONTACT_CAP if cap is not None and start == cap else NOT_DUE, lawful_at)
+        return _answer(CONTACT_CAP if cap is not None and start == cap else NOT_DUE,
+                       compliance.next_at(names, moment, tz, config))
     held = calling_rules.held(names, moment, config, calling_rules.PROGRESSIVE, tz)
     if held is not None:
-        return _answer(held.reason, lawful_at, held)
+        return _answer(held.reason, compliance.next_at(names, moment, tz, config), held)
     if not compliance.zone_open(names, moment, tz, config, calling_rules.PROGRESSIVE):
-        return _answer(compliance.OUTSIDE_CALLING_WINDOW, lawful_at)
+        return _answer(compliance.OUTSIDE_CALLING_WINDOW, compliance.next_at(names, moment, tz, config))
     return _answer()
 
 

@@ -3,12 +3,11 @@ the next claim of every lead with that number (the FCC's 2024 rule allows ten bu
 service takes it at once). docs/compliance/do-not-call.md."""
 
 from flask import Blueprint
-from marshmallow import ValidationError
 from marshmallow.validate import OneOf
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import dnc, phones
+from dialerapi.rules import dnc
 from dialerapi.web.fields import ApiSchema, OliId, PhoneNumber, Text
 from dialerapi.web.requests import db_timezone, json_body, load
 
@@ -29,14 +28,6 @@ class DncPathSchema(ApiSchema):
     phone = PhoneNumber(required=True)
 
 
-def _number_of(work, *args):
-    try:
-        return get_db().run(work, *args)
-    except phones.InvalidNumber:
-        raise ValidationError({"phone": ["is no phone number of the floor's region (phone_default_region)"]}) \
-            from None
-
-
 @dnc_bp.post("/api/dnc")
 @limits.crm_actions
 def list_number():
@@ -44,7 +35,7 @@ def list_number():
     registry, oli_id?}. 201 {ok, phone (E.164), added: true}; 200 with added false when it was
     listed already; 400 validation_failed (D3)."""
     body = load(DncRequestSchema().load, json_body())
-    found = _number_of(dnc.crm_list, body["phone"], body["reason"], clock.now(db_timezone()), body["oli_id"])
+    found = get_db().run(dnc.crm_list, body["phone"], body["reason"], clock.now(db_timezone()), body["oli_id"])
     return {"ok": True, **found}, 201 if found["added"] else 200
 
 
@@ -54,4 +45,4 @@ def remove_number(phone):
     """Take a phone number off the list (issue #68 item 5): 200 {ok, phone, removed (false: it was
     not listed)}; 400 validation_failed for a path that is no phone number."""
     path = load(DncPathSchema().load, {"phone": phone})
-    return {"ok": True, **_number_of(dnc.crm_remove, path["phone"], clock.now(db_timezone()))}
+    return {"ok": True, **get_db().run(dnc.crm_remove, path["phone"], clock.now(db_timezone()))}

@@ -24,14 +24,19 @@ class ConsentSchema(ApiSchema):
 
 
 class Region(Text):
-    """A region (issue #68 item 2): `US-LA` (ISO 3166-2, a US state) or a country's alpha-2 code."""
+    """A region (issue #68 item 2), as ISO writes it: `US-LA` (3166-2, a US state) or a country's
+    alpha-2 code (`GB`); the OpenAPI document lists them (places.REGIONS)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.metadata = {**self.metadata, "enum": [*places.REGIONS, None]}  # null: not given
 
     def _deserialize(self, value, attr, data, **kwargs):
         text = super()._deserialize(value, attr, data, **kwargs)
-        try:
-            return places.check_region(text)
-        except places.UnknownPlace as problem:
-            raise ValidationError(str(problem)) from None
+        if text not in places.REGIONS:
+            raise ValidationError(f"{text!r} is no region: a US state as US-XX (US-LA), or a country's alpha-2 code "
+                                  "(GB), in capitals")
+        return text
 
 
 class LeadSchema(ApiSchema):
