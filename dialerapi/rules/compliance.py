@@ -206,8 +206,8 @@ def lead_profile(lead, config):
     phone_number and, when known, region, postal_code, consent_type): its IANA zones, regions
     (rules.places: the CRM's region or postal code, else the number's area code) and consent
     type. A region the CRM gave moves the zones to that state's."""
-    number, zones = phone_facts(lead["phone_number"], config)
-    regions, source = places.place(lead.get("region"), lead.get("postal_code"), number)
+    number, zones, country = phone_facts(lead["phone_number"], config)
+    regions, source = places.place(lead.get("region"), lead.get("postal_code"), number, country)
     if source != places.AREA_CODE:
         zones = tuple(sorted({zone for region in regions for zone in places.zones_of(region)})) or zones
     return number, calling_rules.profile(zones, regions, lead.get("consent_type")), source
@@ -292,9 +292,9 @@ def lead_facts(conn, leads, config, stored=None):
 
 
 def phone_facts(phone_number, config):
-    """(E.164 digits or None, zone names) of a stored phone_number, from one reading of it (issue
-    #51); (None, ()) when it is no number phonenumbers reads."""
+    """(E.164 digits or None, zone names, country or None) of a stored phone_number, from one
+    reading of it (issues #51, #68); (None, (), None) when it is no number phonenumbers reads."""
     try:
-        return phones.facts(phone_number, config.phone_default_region)
+        return phones.reading(phone_number, config.phone_default_region)
     except phones.InvalidNumber:
-        return None, ()
+        return None, (), None

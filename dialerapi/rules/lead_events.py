@@ -284,8 +284,7 @@ def _when(row, now, tz, config):
     # Imported here: rules.why reads the rules that tell the CRM of their changes through this module.
     from dialerapi.rules import why
 
-    return {"place": why.place(row, config.of(row["form_type"])), "consent": why.consent(row),
-            "callable": why.callable_now(row, now, tz, config)}
+    return why.of_lead(row, now, tz, config)
 
 
 def read_lead(conn, oli_id, before, limit, tz, now=None):

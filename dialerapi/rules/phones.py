@@ -79,8 +79,14 @@ def e164(text, region):
 def facts(text, region):
     """(e164(text, region), zones of that number) from one reading of `text` (issue #51: a push
     parses a new or changed number once). Raises InvalidNumber."""
+    return reading(text, region)[:2]
+
+
+def reading(text, region):
+    """facts(text, region) and the number's country (ISO 3166 alpha-2, None when phonenumbers
+    places it in none), from the same one reading (issue #68: its region). Raises InvalidNumber."""
     number, kind = _read(text, region)
-    return _digits(number), _zones_of(number, kind)
+    return _digits(number), _zones_of(number, kind), phonenumbers.region_code_for_number(number)
 
 
 def format_e164(digits):

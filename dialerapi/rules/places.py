@@ -76,10 +76,7 @@ def check_region(text):
     """`text` as a region: `US-XX` with a US state code, or a country's ISO 3166 alpha-2 code.
     Returns it upper-cased; raises UnknownPlace."""
     region = str(text).strip().upper()
-    country, dash, state = region.partition("-")
-    if dash and country == "US" and state in US_STATES:
-        return region
-    if not dash and country in phonenumbers.SUPPORTED_REGIONS:
+    if region in REGIONS:
         return region
     raise UnknownPlace(f"{text!r} is no region: a US state as US-XX (US-LA), or a country's alpha-2 code (GB)")
 
@@ -99,27 +96,32 @@ def regions_of(number):
     its state by area code (`US-FL`; both states of a code that lies in two, issue #65). A
     frozenset, empty when phonenumbers cannot place it."""
     parsed = phones.parse_e164(number)
-    if parsed is None:
-        return frozenset()
-    country = phonenumbers.region_code_for_number(parsed)
+    return frozenset() if parsed is None else number_regions(number, phonenumbers.region_code_for_number(parsed))
+
+
+def number_regions(number, country):
+    """regions_of a number (E.164 digits) whose `country` is known (phones.reading): no parsing."""
     found = {country} if country else set()
-    if country == "US":
-        found.update(f"US-{state}" for state in AREA_CODES.get(int(str(parsed.national_number)[:3]), ()))
+    if country == "US":  # +1 and the area code's three digits
+        found.update(f"US-{state}" for state in AREA_CODES.get(int(str(number)[1:4]), ()))
     return frozenset(found)
 
 
-def place(region, postal_code, number):
+def place(region, postal_code, number, country=None):
     """(regions, source) of a lead: its CRM `region` when given, else its `postal_code`'s state when
-    that places one, else the regions of its number (E.164 digits or None) by area code: a US
-    number's states (without the bare `US`), another's country. Regions are a sorted tuple, () when
-    nothing places the customer."""
+    that places one, else the regions of its number (E.164 digits or None; its `country` when the
+    caller read it, else the number is read again) by area code: a US number's states (without the
+    bare `US`), another's country. Regions are a sorted tuple, () when nothing places the customer."""
     if region:
         return (region,), REGION
     if postal_code:
         found = postal_region(postal_code)
         if found:
             return (found,), POSTAL_CODE
-    found = regions_of(number) if number is not None else frozenset()
+    if number is None:
+        found = frozenset()
+    else:
+        found = regions_of(number) if country is None else number_regions(number, country)
     states = sorted(name for name in found if "-" in name)
     return tuple(states or sorted(found)), AREA_CODE
 

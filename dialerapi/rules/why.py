@@ -31,11 +31,21 @@ def _answer(reason=None, next_at=None, held=None):
             "source": held.source if held else None, "note": held.note if held else None, "next_at": next_at}
 
 
-def callable_now(row, now, tz, floor):
-    """{now (bool), reason, rule, source, note, next_at} of the sales_master `row` (with region,
-    postal_code, consent_type, claim_bucket, claim_due, contact_cap_until) at `now` (wall-clock
-    `tz`, DB_TIMEZONE), by the floor's DialerConfig `floor` (dialer_config.load_config, with the
-    campaigns); see the module's docstring for the reasons."""
+def of_lead(row, now, tz, floor):
+    """{"place", "consent", "callable"} of the sales_master `row` (with region, postal_code,
+    consent_type, consent_at, consent_source, claim_bucket, claim_due, contact_cap_until) at `now`
+    (wall-clock `tz`, DB_TIMEZONE), by the floor's DialerConfig `floor` (dialer_config.load_config,
+    with the campaigns), its calling profile worked out once for both."""
+    config = floor.of(row["form_type"])
+    _, names, source = compliance.lead_profile(row, config)
+    return {"place": {"regions": list(calling_rules.split(names)[1]), "source": source,
+                      "region": row["region"], "postal_code": row["postal_code"]},
+            "consent": consent(row), "callable": callable_now(row, names, now, tz, floor)}
+
+
+def callable_now(row, names, now, tz, floor):
+    """{now (bool), reason, rule, source, note, next_at} of `row`, whose calling profile is `names`
+    (compliance.lead_profile); see the module's docstring for the reasons."""
     config = floor.of(row["form_type"])
     if row["do_not_call"]:
         return _answer(compliance.DO_NOT_CALL)
@@ -46,7 +56,6 @@ def callable_now(row, now, tz, floor):
     refused = campaigns.refusal(floor, row["form_type"], now)
     if refused:
         return _answer(refused, campaigns.status(floor, row["form_type"], now, tz)["next_open_at"])
-    _, names, _ = compliance.lead_profile(row, config)
     due = row["claim_due"] if row["claim_due"] is not None and row["claim_due"] > now else None
     cap = row["contact_cap_until"] if row["contact_cap_until"] is not None and row["contact_cap_until"] > now else None
     start = max(at for at in (now, due, cap) if at is not None)
@@ -60,15 +69,6 @@ def callable_now(row, now, tz, floor):
     if not compliance.zone_open(names, moment, tz, config, calling_rules.PROGRESSIVE):
         return _answer(compliance.OUTSIDE_CALLING_WINDOW, compliance.next_at(names, moment, tz, config))
     return _answer()
-
-
-def place(row, config):
-    """{regions, source, region, postal_code} of a lead: the regions its calling rules are read for
-    and which of the CRM's region, its postal code or the number's area code gave them (issue #68
-    item 2)."""
-    number, names, source = compliance.lead_profile(row, config)
-    return {"regions": list(calling_rules.split(names)[1]), "source": source,
-            "region": row["region"], "postal_code": row["postal_code"]}
 
 
 def consent(row):
