@@ -57,7 +57,7 @@ DATA_TABLES = (
     "dialerapi_lead_events", "dialerapi_webhook_endpoints", "dialerapi_webhook_deliveries", "dialerapi_webhook_attempts",
     "dialerapi_agent_states", "dialerapi_agent_days", "dialerapi_contact_caps", "dialerapi_contact_numbers",
     "dialerapi_contact_capped", "dialerapi_outcome_retries", "dialerapi_campaigns", "dialerapi_campaign_changes",
-    "dialerapi_calling_rules", "dialerapi_restrictions",
+    "dialerapi_calling_rules", "dialerapi_restrictions", "dialerapi_held_counts",
 )
 
 

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 import pytest
 import requests
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, Sql, cli, make_app, set_clock, start_gunicorn
+from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, TZ, Sql, cli, make_app, set_clock, start_gunicorn
 from docs_examples import answers, example
 from dialerapi.plumbing import clock, migrate
 from dialerapi.plumbing.db import get_db, queries
@@ -279,6 +279,31 @@ def test_a_predictive_claim_of_every_skill_leaves_out_the_form_types_over_the_li
     sql("DELETE FROM sales_agent_skills WHERE form_type = 'credit_card'")
     refused = client.post("/engine/claim", headers=ENGINE, json={"mode": "predictive", "request_id": "p-4"})
     assert (refused.status_code, refused.get_json()["reason"]) == (409, "abandon_limit")
+
+
+def test_the_lead_read_says_the_limit_holds_its_predictive_claims_and_not_its_progressive_ones(
+        client, auth, sql, run, floor, play, new_lead, command):
+    """Issue #68 item 6: `callable` is a progressive claim's answer; `callable.predictive` says
+    abandon_limit while the rate holds the campaign's predictive claims back (the claim's own
+    judgement: the refusal comes with it), and not_predictive when its campaign dials none so."""
+    new_lead("HL-1")
+    fill(play, answered=50, abandoned=2)
+
+    def callable_of():
+        response = client.get("/api/leads/HL-1", headers=auth)
+        assert response.status_code == 200, response.get_json()
+        return response.get_json()["lead"]["callable"]
+
+    open_now = {"now": True, "reason": None, "rule": None, "source": None, "note": None, "next_at": None}
+    found = callable_of()
+    assert found == {**open_now, "predictive": {**open_now, "now": False, "reason": "abandon_limit"}}
+    assert predictive(client, "p-1")[1]["reason"] == "abandon_limit"
+    printed = command("leads", "why", "HL-1")
+    assert printed.exit_code == 0 and "callable now\nbut not by a predictive claim: abandon_limit" in printed.output
+    sql("UPDATE sales_dialer_config SET enforce_abandon_limit = 0")
+    assert callable_of()["predictive"] == open_now
+    run(campaigns.update, "home_loan", {"predictive": False}, clock.now(TZ), "test")
+    assert callable_of()["predictive"] == {**open_now, "now": False, "reason": "not_predictive"}
 
 
 @pytest.mark.parametrize("answered, abandoned, setting, served", [

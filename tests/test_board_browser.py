@@ -176,6 +176,22 @@ def test_the_board_follows_the_floor_as_calls_are_played(board, browser, floor, 
     assert spent, "the updates were applied by the page's script"
 
 
+def test_a_tile_shows_the_leads_each_rule_holds(board, browser, floor, live_server, app, new_lead, command):
+    """Issue #68 item 6: the board counts leads held per reason per campaign, as /engine/floor does
+    (the minute's count, upkeep.jobs.held_counts_tick)."""
+    from dialerapi.upkeep import jobs
+
+    new_lead("OLI-HL-1", form_type="home_loan", phone_number="+91 98450 11111")
+    new_lead("OLI-HL-2", form_type="home_loan", phone_number="+91 98450 22222")
+    new_lead("OLI-CC-1", form_type="credit_card", phone_number="+91 98450 33333")
+    for number in ("+91 98450 11111", "+91 98450 22222"):
+        assert command("dnc", "add", number).exit_code == 0
+    assert jobs.held_counts_tick(app) == 2
+    board()
+    wait_for(browser, lambda: page_tiles(browser)["home_loan"].get("leads_held") == "held: 2 do-not-call")
+    assert "leads_held" not in page_tiles(browser)["credit_card"], "a tile names only the rules holding a lead"
+
+
 @pytest.mark.parametrize("width, height", [(1366, 768), (3840, 2160)])
 def test_the_board_fits_a_laptop_and_a_wall_screen(board, browser, floor, live_server, width, height):
     """Usable at 1366x768 and on a wall screen: no sideways scrolling, every column on screen, and

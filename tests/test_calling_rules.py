@@ -115,12 +115,13 @@ def test_the_lead_read_says_where_the_customer_is_their_consent_and_why_not_now(
     assert by_area["consent"] is None and by_area["call_zones"] == ["America/Chicago"]
     assert by_region["call_zones"] == ["America/Chicago"], "a region the CRM gives moves the customer's zone"
     monday_eight = wall(datetime(2026, 11, 30, 8, 0, tzinfo=CHICAGO))
-    assert by_area["callable"] == {"now": False, "reason": "state_sunday", "rule": "us-la",
-                                   "source": by_area["callable"]["source"], "note": None, "next_at": monday_eight}
+    sunday = {"now": False, "reason": "state_sunday", "rule": "us-la", "source": by_area["callable"]["source"],
+              "note": None, "next_at": monday_eight}
+    assert by_area["callable"] == {**sunday, "predictive": sunday}
     assert by_zip["callable"]["rule"] == "us-al" and by_zip["callable"]["next_at"] == monday_eight
     at(MONDAY_NOON)
-    assert read(client, auth, "BY-AREA")["callable"] == {"now": True, "reason": None, "rule": None, "source": None,
-                                                          "note": None, "next_at": None}
+    open_now = {"now": True, "reason": None, "rule": None, "source": None, "note": None, "next_at": None}
+    assert read(client, auth, "BY-AREA")["callable"] == {**open_now, "predictive": open_now}
 
 
 def test_why_not_now_says_not_due_do_not_call_and_the_calling_window(client, auth, push, sql, rules_on, command):
@@ -138,8 +139,8 @@ def test_why_not_now_says_not_due_do_not_call_and_the_calling_window(client, aut
     assert read(client, auth, "LATER")["callable"]["reason"] == "not_due"
     # Due at 21:30, outside Texas's hours and the window: callable the morning after, at 09:00.
     assert read(client, auth, "LATER")["callable"]["next_at"] == wall(datetime(2026, 12, 2, 9, 0, tzinfo=CHICAGO))
-    assert read(client, auth, "LISTED")["callable"] == {"now": False, "reason": "do_not_call", "rule": None,
-                                                        "source": None, "note": None, "next_at": None}
+    listed = {"now": False, "reason": "do_not_call", "rule": None, "source": None, "note": None, "next_at": None}
+    assert read(client, auth, "LISTED")["callable"] == {**listed, "predictive": listed}
     assert read(client, auth, "DONE")["callable"]["reason"] == "not_due"
     assert read(client, auth, "DONE")["callable"]["next_at"] is None
     result = command("leads", "why", "LATER")
@@ -302,9 +303,9 @@ def test_open_call_zones_are_worked_out_once_a_minute(run, push, rules_on, sql):
     assert zone not in open_ids(datetime(2026, 11, 30, 20, 0, 0, tzinfo=CHICAGO))
 
 
-def test_health_counts_the_leads_each_rule_holds_per_campaign(client, push, rules_on, command, sql):
-    from conftest import MONITOR_SECRET
-
+def two_states_and_a_listed_number(push, rules_on, command):
+    """Louisiana's and Texas's rules on; two Louisiana leads (one of credit_card), two Texas leads
+    of home_loan, one of whose numbers is listed."""
     at(datetime(2026, 11, 27, 12, 0, tzinfo=CHICAGO))
     push("LA-1", phone(504, 1))
     push("LA-2", phone(504, 2), form_type="credit_card")
@@ -312,6 +313,12 @@ def test_health_counts_the_leads_each_rule_holds_per_campaign(client, push, rule
     push("TX-2", phone(214, 2))
     rules_on("us-la", "us-tx")
     assert command("dnc", "add", phone(214, 2)).exit_code == 0
+
+
+def test_health_counts_the_leads_each_rule_holds_per_campaign(client, push, rules_on, command, sql):
+    from conftest import MONITOR_SECRET
+
+    two_states_and_a_listed_number(push, rules_on, command)
     at(datetime(2026, 11, 29, 10, 0, tzinfo=CHICAGO))  # Sunday 10:00: Louisiana banned, Texas from noon
     body = client.get("/health", headers={"Authorization": f"Bearer {MONITOR_SECRET}"}).get_json()
     rules = body["metrics"]["calling_rules"]
@@ -320,6 +327,37 @@ def test_health_counts_the_leads_each_rule_holds_per_campaign(client, push, rule
                                    "consent_required": 0}
     assert rules["by_form_type"] == {"home_loan": {"state_sunday": 1, "state_hours": 1, "do_not_call": 1},
                                      "credit_card": {"state_sunday": 1}}
+
+
+def test_the_floor_counts_the_leads_each_rule_holds_per_campaign_once_a_minute(
+        app, client, push, rules_on, command, floor_agent, engine_auth):
+    """Issue #68 item 6: /engine/floor (and the board's tiles, which are its answer) says per
+    campaign how many leads each rule holds, as the minute's count (upkeep.jobs) left them."""
+    from dialerapi.upkeep import jobs
+
+    floor_agent(501, skills=("home_loan", "credit_card"))
+    two_states_and_a_listed_number(push, rules_on, command)
+
+    def floor():
+        response = client.post("/engine/floor", json={}, headers=engine_auth)
+        assert response.status_code == 200, response.get_json()
+        body = response.get_json()
+        return body["leads_held_counted_at"], {group["form_type"]: group["leads_held"] for group in body["form_types"]}
+
+    counted_at, held = floor()
+    assert counted_at is None and set(held["home_loan"].values()) == {0}, "nothing counted yet"
+    sunday = datetime(2026, 11, 29, 10, 0, tzinfo=CHICAGO)  # Louisiana banned, Texas from noon
+    at(sunday)
+    assert jobs.held_counts_tick(app) == 4
+    assert jobs.held_counts_tick(app) is None, "one count a minute, whichever process comes first"
+    zero = dict.fromkeys(compliance.HELD_REASONS, 0)
+    counted_at, held = floor()
+    assert counted_at == sunday.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert held == {"home_loan": {**zero, "state_sunday": 1, "state_hours": 1, "do_not_call": 1},
+                    "credit_card": {**zero, "state_sunday": 1}}
+    at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
+    assert jobs.held_counts_tick(app) == 1
+    assert floor()[1] == {"home_loan": {**zero, "do_not_call": 1}, "credit_card": zero}
 
 
 def test_a_campaign_marked_consent_required_leaves_its_unconsented_leads_to_a_manual_redial(
@@ -342,8 +380,41 @@ def test_a_campaign_marked_consent_required_leaves_its_unconsented_leads_to_a_ma
     response = client.post("/engine/claim", json={"mode": "redial", "agent_id": 501, "oli_id": "NONE",
                                                     "request_id": "r1"}, headers=engine_auth)
     assert response.status_code == 200, "an agent's manual redial is the way to call it"
-    with pytest.raises(Exception, match="predictive or automated"):
+    with pytest.raises(Exception, match="predictive, automated or all"):
         run(campaigns.update, "home_loan", {"consent_required": "always"}, now, "test")
+
+
+def test_a_campaign_marked_consent_required_all_refuses_the_redial_of_an_unconsented_lead(
+        run, push, floor_agent, sql, client, engine_auth, auth):
+    """Issue #68 item 4: a campaign marked so calls no lead without written or express consent,
+    by any claim: claims pass the lead over, its redial answers 409 not_claimable consent_required
+    (D3's shape, with the rule and next_at); a consented lead's redial and an inbound call go on."""
+    from dialerapi.rules import campaigns
+
+    at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
+    floor_agent(501, skills=("home_loan",))
+    push("WRITTEN", phone(214, 1), consent={"type": "written", "at": "2026-11-01 10:00:00"})
+    push("EBR", phone(214, 2), consent={"type": "ebr", "at": "2026-11-01 10:00:00"})
+    now = at(datetime(2026, 11, 30, 13, 0, tzinfo=CHICAGO))
+    run(campaigns.update, "home_loan", {"consent_required": "all"}, now, "test")
+    assert claim_all(run, 501, now) == ["WRITTEN"]
+    sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0")
+    sql("UPDATE sales_agents SET panel_active = 1, ami_idle = 1")
+
+    def redial(oli_id, mode="redial"):
+        return client.post("/engine/claim", json={"mode": mode, "agent_id": 501, "oli_id": oli_id,
+                                                  "request_id": f"{mode}-{oli_id}"}, headers=engine_auth)
+
+    refused = redial("EBR")
+    assert refused.status_code == 409
+    body = refused.get_json()
+    assert (body["error"], body["reason"], body["rule"], body["next_at"]) == (
+        "not_claimable", "consent_required", "campaign", None)
+    assert sql.one("SELECT isReserved FROM sales_master WHERE oli_id = 'EBR'")["isReserved"] == 0
+    assert redial("WRITTEN").status_code == 200
+    sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0")
+    sql("UPDATE sales_agents SET panel_active = 1, ami_idle = 1")
+    assert redial("EBR", mode="inbound").status_code == 200, "the customer's own call is never held"
 
 
 def test_a_number_phonenumbers_cannot_read_is_listed_and_removed_by_its_digits(client, auth, sql):
@@ -353,3 +424,21 @@ def test_a_number_phonenumbers_cannot_read_is_listed_and_removed_by_its_digits(c
     assert listed.status_code == 201 and listed.get_json()["added"] is True
     assert client.delete("/api/dnc/0000000000", headers=auth).get_json()["removed"] is True
     assert client.delete("/api/dnc/0000000000", headers=auth).get_json()["removed"] is False
+
+
+def test_a_call_ended_event_carries_the_consent_the_call_was_made_under(run, push, floor_agent, client, auth):
+    """Issue #68 item 4: the consent is shown in the events, as the CRM pushed it (docs/crm/results.md)."""
+    from dialerapi.rules import dialstate
+
+    at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
+    floor_agent(501)
+    consent = {"type": "written", "at": "2026-11-01 10:00:00", "source": "https://crm.example.com/forms/77"}
+    push("WRITTEN", phone(214, 1), consent=consent)
+    push("NONE", phone(214, 2))
+    now = at(datetime(2026, 11, 30, 13, 0, tzinfo=CHICAGO))
+    for _ in range(2):
+        oli_id = run(claims.claim_next, 501, now, tz=TZ)["oli_id"]
+        run(dialstate.settle, oli_id, "no_answer", now, tz=TZ, grace_minutes=10, release_retry_ms=60000)
+    events = client.get("/api/lead-events?limit=100", headers=auth).get_json()["events"]
+    ended = {event["oli_id"]: event["data"]["consent"] for event in events if event["type"] == "lead.call_ended"}
+    assert ended == {"WRITTEN": consent, "NONE": None}

@@ -73,6 +73,7 @@ def test_a_settle_tells_the_crm_the_call_and_the_lead_it_left(settle, live_lead,
             "reservation_id": "R-OLI-1", "started_at": "2026-11-21 09:59:00", "ended_at": "2026-11-21 10:00:00",
             "answered_at": "2026-11-21 09:59:20", "agent_connected_at": "2026-11-21 09:59:21",
             "connect_seconds": 1, "late_connect": False, "hangup_by": "customer", "hangup_cause": "16",
+            "consent": None,
             "lead": {"dial_status": "Received", "priority_id": 2, "call_count": 1, "last_dial_result": "ANSWER",
                      "disposeRemark": None, "next_retry_at": None, "callback_scheduled_at": None,
                      "callback_agent_id": None}}}

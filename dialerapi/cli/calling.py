@@ -150,10 +150,16 @@ def leads_why(oli_id, as_json):
     why, place = lead["callable"], lead["place"]
     click.echo(f"{oli_id}: {lead['dial_status']}, in {', '.join(place['regions']) or 'no known region'} "
                f"(by {place['source'].replace('_', ' ')})")
-    if why["now"]:
-        click.echo("callable now")
+    if not why["now"]:
+        _echo_held("not callable now", why)
         return
-    click.echo(f"not callable now: {why['reason']}" + (f" ({why['note']})" if why["note"] else ""))
+    click.echo("callable now")
+    if not why["predictive"]["now"]:
+        _echo_held("but not by a predictive claim", why["predictive"])
+
+
+def _echo_held(title, why):
+    click.echo(f"{title}: {why['reason']}" + (f" ({why['note']})" if why["note"] else ""))
     if why["rule"]:
         click.echo(f"  rule {why['rule']}: {why['source']}")
     click.echo(f"  callable again at {why['next_at']} (DB_TIMEZONE)" if why["next_at"]

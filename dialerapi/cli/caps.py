@@ -23,16 +23,17 @@ HOW_REGIONS_ARE_FOUND = (
 @caps_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the caps as JSON.")
 def caps_list(as_json):
-    """Every cap: on or off, its limit, regions, form_type and source."""
+    """Every cap: on or off, its limit, regions, form_type, the consent it leaves out, and source."""
     caps = get_db().run(contact_caps.listing)
     if as_json:
         echo_json(caps)
         return
-    click.echo(f"{'name':<30} {'state':<4} {'limit':>10}  {'region':<14} {'form_type':<16} source")
+    click.echo(f"{'name':<30} {'state':<4} {'limit':>10}  {'region':<14} {'form_type':<16} {'consent':<9} source")
     for cap in caps:
         limit = f"{cap['max_attempts']}/{cap['per']}"
+        consent = f"{cap['consent_days']}d out" if cap["consent_days"] else "counted"
         click.echo(f"{cap['name']:<30} {'on' if cap['enabled'] else 'off':<4} {limit:>10}  "
-                   f"{cap['region'] or 'all':<14} {cap['form_type'] or 'all':<16} {cap['source'] or ''}")
+                   f"{cap['region'] or 'all':<14} {cap['form_type'] or 'all':<16} {consent:<9} {cap['source'] or ''}")
     click.echo(HOW_REGIONS_ARE_FOUND)
 
 
@@ -64,11 +65,13 @@ def caps_disable(name):
 @click.option("--per", required=True, help="The rolling window: 24h, 7d, 90m (at most 31d).")
 @click.option("--region", help="Only numbers of these regions, comma-separated: US-FL, US-OK, GB.")
 @click.option("--form-type", help="Only leads of this form_type, counting their attempts only.")
+@click.option("--consent-days", type=int, help="Leave out calls made within this many days after the lead's "
+              "written or express consent (Regulation F: 7).")
 @click.option("--enable", is_flag=True, help="Turn it on at once.")
-def caps_add(name, max_attempts, per, region, form_type, enable):
+def caps_add(name, max_attempts, per, region, form_type, consent_days, enable):
     """Add the cap NAME (off unless --enable)."""
     def store(conn):
-        contact_caps.add(conn, name, max_attempts, per, region, form_type)
+        contact_caps.add(conn, name, max_attempts, per, region, form_type, consent_days)
         if enable:
             contact_caps.set_enabled(conn, name, True)
 

@@ -28,8 +28,22 @@ class ConsentReadSchema(Schema):
     source = fields.String(required=True, allow_none=True)
 
 
+class PredictiveCallableSchema(Schema):
+    now = fields.Boolean(required=True, metadata={"description": "Whether a predictive claim may take the lead now"})
+    reason = fields.String(required=True, allow_none=True, metadata={
+        "example": "abandon_limit",
+        "description": "Why not: the progressive claim's reason, or not_predictive (its campaign dials none "
+                       "predictively), consent_required (a rule asks consent of predictive calls), abandon_limit"})
+    rule = fields.String(required=True, allow_none=True)
+    source = fields.String(required=True, allow_none=True)
+    note = fields.String(required=True, allow_none=True)
+    next_at = fields.String(required=True, allow_none=True, metadata={
+        **WALL, "description": "When a predictive claim may take it; null: not foreseen (abandon_limit: the calls "
+                               "to come lower the rate)"})
+
+
 class CallableSchema(Schema):
-    now = fields.Boolean(required=True, metadata={"description": "Whether a claim may take the lead now"})
+    now = fields.Boolean(required=True, metadata={"description": "Whether a progressive claim may take the lead now"})
     reason = fields.String(required=True, allow_none=True, metadata={
         "example": "state_holiday",
         "description": "Why not: not_due, lead_in_flight, do_not_call, campaign_paused, campaign_ended, "
@@ -40,6 +54,8 @@ class CallableSchema(Schema):
     note = fields.String(required=True, allow_none=True, metadata={"example": "Christmas Day"})
     next_at = fields.String(required=True, allow_none=True, metadata={
         **WALL, "description": "When it will be callable, wall-clock DB_TIMEZONE; null: not foreseen"})
+    predictive = fields.Nested(PredictiveCallableSchema, required=True, metadata={
+        "description": "The same for a predictive claim (issue #68: abandon_limit is a predictive claim's alone)"})
 
 
 class ResultLeadSchema(Schema):

@@ -7,6 +7,7 @@ from marshmallow.validate import OneOf
 
 from dialerapi.openapi.campaigns import CampaignStatusSchema
 from dialerapi.openapi.lead_responses import WALL, ResultCallSchema, ResultLeadSchema
+from dialerapi.rules.compliance import HELD_REASONS
 
 
 class DetailSchema(Schema):
@@ -323,6 +324,11 @@ class FloorPersonalCallbacksSchema(Schema):
         "description": "Due and past fallback: any agent with the skill may take them"})
 
 
+# Issue #68: unreserved leads in the claim states each rule holds back from a progressive claim.
+FloorLeadsHeldSchema = Schema.from_dict({reason: fields.Integer(required=True) for reason in HELD_REASONS},
+                                        name="FloorLeadsHeldSchema")
+
+
 class FloorFormTypeSchema(Schema):
     form_type = fields.String(required=True)
     agents = fields.Nested(FloorAgentsSchema, required=True, metadata={
@@ -339,6 +345,9 @@ class FloorFormTypeSchema(Schema):
                        "(issue #50, docs/compliance/contact-caps.md)"})
     campaign = fields.Nested(CampaignStatusSchema, required=True, metadata={
         "description": "Its campaign now: paused, ended, or closed by its calendar until next_open_at (issue #67)"})
+    leads_held = fields.Nested(FloorLeadsHeldSchema, required=True, metadata={
+        "description": "Leads each rule holds back, per reason, as counted at leads_held_counted_at (issue #68, "
+                       "docs/compliance/state-rules.md)"})
 
 
 class FloorWorkWindowSchema(Schema):
@@ -357,6 +366,10 @@ class EngineFloorResponseSchema(Schema):
     at = fields.String(required=True, metadata={"example": "2026-11-21 10:00:05"})
     maintenance = fields.Boolean(required=True)
     leads_due_cap = fields.Integer(required=True, metadata={"example": 100})
+    leads_held_counted_at = fields.String(required=True, allow_none=True, metadata={
+        "example": "2026-11-21T04:30:00Z",
+        "description": "When the leads_held of each form_type were counted (ISO 8601 UTC; once a minute); null "
+                       "before the first count"})
     work_window = fields.Nested(FloorWorkWindowSchema, required=True, metadata={
         "description": "The floor's work hours (issue #41): why nothing is due outside them"})
     floor_abandons = fields.Nested(AbandonWindowsSchema, required=True, metadata={

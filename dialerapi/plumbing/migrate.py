@@ -67,3 +67,5 @@ def seed_rows(conn):
     queries.seed_pause_reasons(conn)
     if queries.has_contact_caps(conn):  # a database not yet at migration 0019 has no caps to seed
         queries.seed_contact_caps(conn)
+    if queries.has_cap_consent_days(conn):  # not before migration 0026
+        queries.seed_cap_consent_days(conn)

@@ -12,7 +12,8 @@ order: a restriction (EMERGENCY: `dialerapi restrictions add`, a declared state 
 one-off ban of a region), then each enabled row of the state table (rules.state_rules) that applies
 to one of the profile's regions: STATE_HOLIDAY, STATE_SUNDAY, STATE_HOURS (in every zone of the
 profile's), then CONSENT_REQUIRED for the claims the row names. `kind` is the claim's: PROGRESSIVE,
-PREDICTIVE, REDIAL (an agent's manual call: no consent rule holds it) or INBOUND (never held).
+PREDICTIVE, REDIAL (an agent's manual call: only a campaign's consent_required `all` holds it) or
+INBOUND (never held).
 
 Settings live with the config (rules.dialer_config): `config.calling_rules`, the enabled rows'
 names, and `config.restrictions` (Restriction), read by every claim in its own transaction, so a
@@ -33,8 +34,11 @@ STATE_HOLIDAY = "state_holiday"
 CONSENT_REQUIRED = "consent_required"
 REASONS = (EMERGENCY, STATE_HOLIDAY, STATE_SUNDAY, STATE_HOURS, CONSENT_REQUIRED)
 PROGRESSIVE, PREDICTIVE, REDIAL, INBOUND = "progressive", "predictive", "redial", "inbound"
-# The claims each consent rule (state_rules.StateRule.consent_for) holds.
-CONSENT_KINDS = {state_rules.PREDICTIVE: (PREDICTIVE,), state_rules.AUTOMATED: (PROGRESSIVE, PREDICTIVE)}
+# The claims each consent rule (state_rules.StateRule.consent_for) holds; a campaign may also hold
+# every call, an agent's manual redial too (ALL): its leads without consent are not called at all.
+ALL = "all"
+CONSENT_KINDS = {state_rules.PREDICTIVE: (PREDICTIVE,), state_rules.AUTOMATED: (PROGRESSIVE, PREDICTIVE),
+                 ALL: (PROGRESSIVE, PREDICTIVE, REDIAL)}
 # The consent types that meet a campaign's consent_required: an established business relationship
 # is no consent to automated calls.
 CAMPAIGN_CONSENT = ("written", "express")

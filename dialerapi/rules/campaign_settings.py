@@ -20,7 +20,7 @@ from dialerapi.rules.states import RETRY_OUTCOMES
 
 NEVER = "never"
 # Which automated claims a campaign's consent_required holds (rules.calling_rules.CONSENT_KINDS).
-CONSENT_FOR = ("predictive", "automated")
+CONSENT_FOR = ("predictive", "automated", "all")
 CALENDAR_SETTINGS = ("open_hours", "restricted_dates", "start_date", "end_date")
 
 
@@ -152,8 +152,9 @@ class CampaignSettingsSchema(Schema):
     phone_default_region = Region()
     predictive = fields.Boolean()
     # Issue #68: the consent its leads need for automated claims (predictive ones, or progressive
-    # too), beside any a state rule asks; a lead without it is only called by an agent's manual redial.
-    consent_required = fields.String(validate=OneOf(CONSENT_FOR, error="must be predictive or automated"))
+    # too), beside any a state rule asks; a lead without it is only called by an agent's manual redial,
+    # or (all) not at all: the redial is refused 409 not_claimable consent_required.
+    consent_required = fields.String(validate=OneOf(CONSENT_FOR, error="must be predictive, automated or all"))
 
     @validates_schema
     def coherent(self, data, **kwargs):

@@ -20,6 +20,7 @@ number (a row pushed by the previous release, or by an engine's own SQL) `refusa
 
 import hashlib
 import threading
+from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
@@ -29,6 +30,7 @@ DO_NOT_CALL = "do_not_call"
 OUTSIDE_CALLING_WINDOW = "outside_calling_window"
 INBOUND = "inbound"
 UNKNOWN_ZONE_ID = 0
+EPOCH = datetime(1970, 1, 1)
 # What a lead's calling profile is worked out from, besides its phone (issue #68).
 PLACE_COLUMNS = ("region", "postal_code", "consent_type")
 PROFILE_FIELDS = ("phone_number",) + PLACE_COLUMNS
@@ -243,6 +245,35 @@ def held_leads(conn, now, tz, config):
             counts = by_form_type.setdefault(row["form_type"], {})
             counts[reason] = counts.get(reason, 0) + row["n"]
     return {**held, "by_form_type": by_form_type}
+
+
+# The reasons a floor counts per form_type (count_held): the list's, the window's, each calling rule's.
+HELD_REASONS = (DO_NOT_CALL, OUTSIDE_CALLING_WINDOW, *calling_rules.REASONS)
+
+
+def count_held(conn, now, tz, config):
+    """Count the leads each rule holds back now (held_leads, one statement over the claim states'
+    leads) into dialerapi_held_counts, replacing the last count, for /engine/floor and the board
+    (issue #68 item 6: per reason per campaign) to read a few rows instead. Run once a minute by
+    one process (upkeep.jobs.held_counts_tick). Returns {form_type: {reason: n}}."""
+    by_form_type = held_leads(conn, now, tz, config)["by_form_type"]
+    utc = clock.to_utc(now, tz).replace(microsecond=0)
+    queries.clear_held_counts(conn)
+    queries.add_held_counts(conn, [(form_type, reason, count, utc) for form_type, counts in by_form_type.items()
+                                   for reason, count in counts.items()])
+    queries.set_held_counted_at(conn, epoch=int((utc - EPOCH).total_seconds()))
+    return by_form_type
+
+
+def held_counts(conn):
+    """The last count_held: ({form_type: {reason: n for every HELD_REASONS}}, when it was counted as
+    ISO 8601 UTC, or None before the first count). A form_type nothing held is not a key."""
+    counts = {}
+    for row in queries.held_counts(conn):
+        counts.setdefault(row["form_type"], dict.fromkeys(HELD_REASONS, 0))[row["reason"]] = int(row["leads"])
+    epoch = queries.held_counted_at(conn)
+    at = None if epoch is None else clock.format_utc(EPOCH + timedelta(seconds=int(epoch)))
+    return counts, at
 
 
 def work_out_leads(conn, config, max_rows=2000):

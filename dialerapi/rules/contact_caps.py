@@ -13,8 +13,11 @@ number is at an enabled cap that applies to it, and moves its next_retry_at (a c
 too, when earlier) to the moment the window frees it (`hold`); a redial of one is refused,
 NotClaimable `contact_cap` with the cap's name and that moment. An inbound call, and a redial the
 engine says the customer asked for (`customer_request`), are never held, nor counted: the rules
-count calls the dialer makes on its own (12 CFR 1006.14(b)(3) leaves calls with the consumer's
-prior consent out). Every other claim of a number some enabled cap applies to records an attempt
+count calls the dialer makes on its own. A cap with `consent_days` (the reg-f-7-in-7 preset: 7; 12
+CFR 1006.14(b)(3)(i) and (b)(4) leave calls placed within seven days of the consumer's prior consent
+out, issue #68) neither holds nor counts a call to a lead whose written or express consent
+(sales_master.consent_type, consent_at) was given in those days before it; such an attempt is kept
+with its consent's instant (`consents`) so every cap judges it by its own days. Every other claim of a number some enabled cap applies to records an attempt
 at the claim (`record`), whether or not a cap is enabled then (issue #65: a cap enabled at 10:00
 counts the calls of 08:00); an originate failure takes its own back (`forget`); a reservation the
 lease released stays counted, since the phone may have rung.
@@ -62,16 +65,29 @@ class UnknownCap(LookupError):
         return f"no cap is named {self.args[0]!r}: `dialerapi caps list` shows them"
 
 
+# The consent a cap's consent_days exempts: given to the caller, for calls (an established business
+# relationship is none).
+CONSENTED = ("written", "express")
+
+
 @dataclass(frozen=True)
 class Cap:
     """One cap: `max_attempts` in `window_seconds` (elapsed), for numbers of `regions` (() = all)
-    and of leads of `form_type` (None = all)."""
+    and of leads of `form_type` (None = all); a call made within `consent_days` days after the
+    lead's consent is neither held nor counted by it (None: every call counts)."""
 
     name: str
     max_attempts: int
     window_seconds: int
     regions: tuple = ()
     form_type: str = None
+    consent_days: int = None
+
+    def exempts(self, consent_epoch, call_epoch):
+        """Whether a call at `call_epoch` made with consent given at `consent_epoch` (epoch seconds
+        UTC, None: no consent) is left out of this cap."""
+        return (self.consent_days is not None and consent_epoch is not None
+                and 0 <= call_epoch - consent_epoch < self.consent_days * UNIT_SECONDS["d"])
 
 
 @dataclass(frozen=True)
@@ -87,17 +103,23 @@ class Ticket:
     """What a claim read of a number some enabled cap applies to, to record its attempt with:
     `version` None when the number has no row yet; `attempts` [[epoch, form_type, reservation_id]];
     `counted` False for a claim the caps do not count (inbound, the customer's own request), which
-    still writes the number's row: claims of one number run one at a time (issue #65)."""
+    still writes the number's row: claims of one number run one at a time (issue #65); `consents`
+    {reservation_id: epoch} of the attempts made with consent, and `consent_epoch` the claimed
+    lead's (None: none a cap exempts)."""
 
     phone_e164: int
     version: int
     attempts: list
     counted: bool = True
+    consents: dict = None
+    consent_epoch: int = None
 
 
 def _cap(row):
     regions = tuple(part for part in (row["region"] or "").split(",") if part)
-    return Cap(row["name"], int(row["max_attempts"]), int(row["window_seconds"]), regions, row["form_type"])
+    days = row.get("consent_days")
+    return Cap(row["name"], int(row["max_attempts"]), int(row["window_seconds"]), regions, row["form_type"],
+               None if days is None else int(days))
 
 
 def caps_from_json(text):
@@ -107,7 +129,8 @@ def caps_from_json(text):
 
 
 def listing(conn):
-    """Every cap as a dict: {name, max_attempts, window_seconds, per, region, form_type, enabled, preset, source}."""
+    """Every cap as a dict: {name, max_attempts, window_seconds, per, region, form_type, enabled, preset, source,
+    consent_days}."""
     return [{**row, "per": describe_window(row["window_seconds"]), "enabled": bool(row["enabled"]),
              "preset": bool(row["preset"])} for row in queries.contact_caps(conn)]
 
@@ -176,15 +199,19 @@ def check(conn, row, now, tz, caps, counted=True):
     the number without an attempt); (None, None) when the lead has no number, or the caller gives
     no `tz` and no cap applies.
 
-    `row` carries contact_for (the number they are of), contact_version and contact_attempts when
-    the lock query read them (claims.sql, with :counted); they are taken out of it, which is then a
-    sales_master row again. With several
+    `row` carries contact_for (the number they are of), contact_version, contact_attempts,
+    contact_consents and the lead's consent (contact_consent, contact_consent_at) when the lock
+    query read them (claims.sql); they are taken out of it, which is then a sales_master row again.
+    A cap with consent_days neither holds a consented call (Cap.exempts) nor counts the attempts made
+    with consent it exempts. With several
     caps at their limit, the Hit is the latest moment one of them frees the number. `now` is
     wall-clock in `tz` (DB_TIMEZONE; the service passes it at every claim, rules.engine). Raises
     ValueError when a cap applies and `tz` is None.
     """
     read_for = row.pop("contact_for", None)
     version, stored = row.pop("contact_version", None), row.pop("contact_attempts", None)
+    stored_consents = row.pop("contact_consents", None)
+    consent_type, consent_at = row.pop("contact_consent", None), row.pop("contact_consent_at", None)
     if row.get("phone_e164") is None:
         return None, None
     chosen = applying(caps, row["phone_e164"], row["form_type"]) if counted else ()
@@ -194,13 +221,20 @@ def check(conn, row, now, tz, caps, counted=True):
         return None, None
     if read_for is None or read_for != row["phone_e164"]:  # not read with the lead, or its number was corrected
         found = queries.contact_number(conn, phone_e164=row["phone_e164"])
-        version, stored = (found["version"], found["attempts"]) if found else (None, None)
+        version, stored, stored_consents = (found["version"], found["attempts"], found["consents"]) if found \
+            else (None, None, None)
     attempts = json.loads(stored) if stored else []
+    consents = json.loads(stored_consents) if stored_consents else {}
     now_epoch = _epoch(clock.to_utc(now, tz))
+    consent_epoch = (_epoch(clock.to_utc(consent_at, tz))
+                     if consent_type in CONSENTED and consent_at is not None and counted else None)
     hit = None
     for cap in chosen:
-        inside = [at for at, form_type, _ in attempts
-                  if at > now_epoch - cap.window_seconds and (cap.form_type is None or form_type == cap.form_type)]
+        if cap.exempts(consent_epoch, now_epoch):
+            continue
+        inside = [at for at, form_type, reservation_id in attempts
+                  if at > now_epoch - cap.window_seconds and (cap.form_type is None or form_type == cap.form_type)
+                  and not cap.exempts(consents.get(str(reservation_id)), at)]
         if len(inside) >= cap.max_attempts:
             # The window frees one attempt when the attempt that keeps it full leaves it.
             frees = inside[len(inside) - cap.max_attempts] + cap.window_seconds
@@ -209,7 +243,7 @@ def check(conn, row, now, tz, caps, counted=True):
     if hit is not None:
         until = EPOCH.replace(tzinfo=timezone.utc) + timedelta(seconds=hit[1])
         return Hit(hit[0], clock.wall(until, tz)), None
-    return None, Ticket(row["phone_e164"], version, attempts, counted)
+    return None, Ticket(row["phone_e164"], version, attempts, counted, consents, consent_epoch)
 
 
 def _epoch(naive_utc):
@@ -243,13 +277,20 @@ def record(conn, lead, ticket, now, tz):
     attempts = [entry for entry in ticket.attempts if entry[0] > now_epoch - MAX_WINDOW_SECONDS]
     if ticket.counted:
         attempts.append([now_epoch, lead["form_type"], lead["reservation_id"]])
+    consents = dict(ticket.consents or {})
+    if ticket.counted and ticket.consent_epoch is not None:
+        consents[str(lead["reservation_id"])] = ticket.consent_epoch
+    kept = {str(entry[2]) for entry in attempts}
+    consents = {key: at for key, at in consents.items() if key in kept}
     last_utc = EPOCH + timedelta(seconds=attempts[-1][0]) if attempts else now_utc
     text = json.dumps(attempts, separators=(",", ":"))
+    consents_text = json.dumps(consents, separators=(",", ":")) if consents else None
     if ticket.version is None:
-        written = queries.add_contact_number(conn, phone_e164=ticket.phone_e164, attempts=text, last_at_utc=last_utc)
+        written = queries.add_contact_number(conn, phone_e164=ticket.phone_e164, attempts=text,
+                                             consents=consents_text, last_at_utc=last_utc)
     else:
         written = queries.write_contact_number(conn, phone_e164=ticket.phone_e164, version=ticket.version,
-                                               attempts=text, last_at_utc=last_utc)
+                                               attempts=text, consents=consents_text, last_at_utc=last_utc)
     if not written:
         raise Conflict(f"another claim counted an attempt to {ticket.phone_e164} first")
 
@@ -277,8 +318,11 @@ def forget(conn, lead, now):
         if freed:
             queries.end_cap_holds(conn, ids=[row["id"] for row in freed], now=now)
         last = kept[-1][0] if kept else 0
+        consents = {key: at for key, at in json.loads(found["consents"] or "{}").items()
+                    if key != str(lead["reservation_id"])}
         written = queries.write_contact_number(conn, phone_e164=lead["phone_e164"], version=found["version"],
                                                attempts=json.dumps(kept, separators=(",", ":")),
+                                               consents=json.dumps(consents, separators=(",", ":")) if consents else None,
                                                last_at_utc=EPOCH + timedelta(seconds=last))
         if not written:
             raise Conflict(f"another claim counted an attempt to {lead['phone_e164']} first")
@@ -309,8 +353,10 @@ def prune(conn, now, tz):
     return queries.prune_contact_numbers(conn, before_utc=before, max_rows=PRUNE_ROWS)
 
 
-def add(conn, name, max_attempts, per, region=None, form_type=None):
-    """Store a new cap, disabled. Raises InvalidCap (naming what is wrong) or when the name is taken."""
+def add(conn, name, max_attempts, per, region=None, form_type=None, consent_days=None):
+    """Store a new cap, disabled; `consent_days` (1-31, None: every call counts) leaves calls made
+    within that many days after the lead's consent out of it. Raises InvalidCap (naming what is
+    wrong) or when the name is taken."""
     if not NAME.match(name or ""):
         raise InvalidCap(f"name {name!r}: lowercase letters, digits and '-', at most 64")
     if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS:
@@ -319,10 +365,13 @@ def add(conn, name, max_attempts, per, region=None, form_type=None):
     regions = check_regions(region) if region is not None else ()
     if form_type is not None and not 1 <= len(form_type) <= 64:
         raise InvalidCap("--form-type: 1 to 64 characters")
+    if consent_days is not None and (not isinstance(consent_days, int) or not 1 <= consent_days <= 31):
+        raise InvalidCap(f"--consent-days {consent_days!r}: a whole number of days from 1 to 31")
     if any(row["name"] == name for row in queries.contact_caps(conn)):
         raise InvalidCap(f"name {name!r}: a cap has it already")
     queries.add_contact_cap(conn, name=name, max_attempts=max_attempts, window_seconds=seconds,
-                            region=",".join(regions) or None, form_type=form_type, enabled=0)
+                            region=",".join(regions) or None, form_type=form_type, enabled=0,
+                            consent_days=consent_days)
 
 
 def set_enabled(conn, name, on):

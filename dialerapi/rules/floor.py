@@ -8,7 +8,7 @@ form_type); this is what it paces on. Read in one snapshot (plumbing.db.Database
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import abandons, callbacks, campaigns, contact_caps, dialstate
+from dialerapi.rules import abandons, callbacks, campaigns, compliance, contact_caps, dialstate
 # An agent's state on the floor, from dialstate.unavailable_reason (the one rule of who may take a
 # call), in that rule's order: the first reason that applies names the state.
 from dialerapi.rules.agent_states import STATES
@@ -35,7 +35,11 @@ def floor_state(conn, now, form_type, tz):
     past_fallback ones may go to any agent; leads_due counts them all), "leads_waiting_on_caps":
     unreserved leads a claim held for a contact cap, still due when it frees them (issue #50),
     "campaign": its campaign now (campaigns.status: state, open, closed_reason, restriction_note,
-    next_open_at, predictive; issue #67)},
+    next_open_at, predictive; issue #67), "leads_held": {reason: unreserved leads in the claim
+    states a rule holds back from a progressive claim} for do_not_call, outside_calling_window and
+    each calling rule's reason (compliance.HELD_REASONS; issue #68), as counted at
+    "leads_held_counted_at" (ISO 8601 UTC, once a minute by compliance.count_held; null before the
+    first count)},
     ...]} in form_type order; "floor_abandons": the same
     windows summed over those form_types (zeros with none). A form_type no agent has
     appears only when asked for by name (its agents all 0). Due callbacks count only inside the
@@ -51,6 +55,7 @@ def floor_state(conn, now, form_type, tz):
     callbacks_open = not config.outbound_obey_work_hours or dialstate.in_work_window(now, config)
     personal = callbacks.floor_counts(conn, now, config, tz) if callbacks_open else {}
     capped = contact_caps.waiting(conn, now)
+    held, counted_at = compliance.held_counts(conn)
     report = []
     rates = []
     for row in queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
@@ -71,8 +76,9 @@ def floor_state(conn, now, form_type, tz):
             "personal_callbacks": personal.get(name, dict.fromkeys(callbacks.FLOOR_COUNTS, 0)),
             "leads_waiting_on_caps": capped.get(name, 0),
             "campaign": campaigns.status(config, name, now, tz),
+            "leads_held": held.get(name, dict.fromkeys(compliance.HELD_REASONS, 0)),
         })
-    return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP,
+    return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP, "leads_held_counted_at": counted_at,
             "work_window": work_window(now, config, tz),
             "floor_abandons": abandons.floor_total(rates, config.amd_false_positive_share), "form_types": report}
 

@@ -80,6 +80,14 @@ def lead_state(row):
     }
 
 
+def consent_of(row):
+    """{type, at ('YYYY-MM-DD HH:MM:SS' DB_TIMEZONE, as pushed), source} of the consent the CRM pushed with
+    the lead `row` (issue #68), or None."""
+    if row["consent_type"] is None:
+        return None
+    return {"type": row["consent_type"], "at": wall_text(row["consent_at"]), "source": row["consent_source"]}
+
+
 def utc_now():
     """The service clock's instant now, naive UTC to the second, as events and histories store it."""
     return clock.utcnow().replace(tzinfo=None, microsecond=0)
@@ -111,7 +119,8 @@ def record_many(conn, event_type, rows, now, data_of):
 def call_ended(conn, row, attempt, now):
     """lead.call_ended for a settle: `attempt` is the call attempt as recorded (call_id, outcome, agent_id,
     call_type, started_at, ended_at, answered_at, agent_connected_at, connect_seconds,
-    late_connect, hangup_by, hangup_cause, reservation_id), `row` the lead as the hangup left it."""
+    late_connect, hangup_by, hangup_cause, reservation_id), `row` the lead as the hangup left it,
+    with the consent the call was made under (`consent`, consent_of; issue #68)."""
     record(conn, CALL_ENDED, row, now, {
         "call_id": attempt["call_id"], "outcome": attempt["outcome"], "agent_id": attempt["agent_id"], "call_type": attempt["call_type"],
         "reservation_id": attempt["reservation_id"], "started_at": wall_text(attempt["started_at"]),
@@ -119,7 +128,8 @@ def call_ended(conn, row, attempt, now):
         "agent_connected_at": wall_text(attempt["agent_connected_at"]),
         "connect_seconds": attempt["connect_seconds"],
         "late_connect": None if attempt["late_connect"] is None else bool(attempt["late_connect"]),
-        "hangup_by": attempt["hangup_by"], "hangup_cause": attempt["hangup_cause"], "lead": lead_state(row)})
+        "hangup_by": attempt["hangup_by"], "hangup_cause": attempt["hangup_cause"], "consent": consent_of(row),
+        "lead": lead_state(row)})
 
 
 def disposed(conn, row, now, reason, action=None, applied_by=None):
@@ -279,12 +289,12 @@ def _waiting_on_cap(row):
     return {"cap": row["contact_cap"], "frees_at": wall_text(until)}
 
 
-def _when(row, now, tz, config):
+def _when(conn, row, now, tz, config):
     """The lead's place, consent and callable (rules.why, issue #68) by the floor's `config`."""
     # Imported here: rules.why reads the rules that tell the CRM of their changes through this module.
     from dialerapi.rules import why
 
-    return why.of_lead(row, now, tz, config)
+    return why.of_lead(conn, row, now, tz, config)
 
 
 def read_lead(conn, oli_id, before, limit, tz, now=None):
@@ -325,6 +335,6 @@ def read_lead(conn, oli_id, before, limit, tz, now=None):
         "call_zones": list(calling_rules.split(row["call_zones"].split(";"))[0]) if row["call_zones"] else [],
         "callback_agent_id": owner, "callback_fallback_at": wall_text(fallback_at),
         "contact_cap": _waiting_on_cap(row),
-        **_when(row, now, tz, config),
+        **_when(conn, row, now, tz, config),
     }
     return {"lead": lead, "calls_json": row["calls"] or "[]", "next": row["last_id"] if row["more"] else None}

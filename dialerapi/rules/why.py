@@ -14,14 +14,22 @@ progressive claim's view: the consent a predictive claim alone needs is not aske
 - emergency, state_holiday, state_sunday, state_hours, consent_required: a calling rule
   (rules.calling_rules; `rule` and `source` name it), and outside_calling_window: the campaign's
   window (next_at: the first moment none of these holds it, within calling_rules.HORIZON_DAYS).
+
+`callable.predictive` is the same answer for a predictive claim (an engine dialing ahead of its
+free agents): the progressive one when that holds the lead, else not_predictive (its campaign
+dials no lead predictively), a rule's consent_required for predictive calls, or abandon_limit (its
+campaign's abandon rate holds predictive claims back, as the claim judges it: rules.abandons.held
+with the calls pending now; next_at None, since only the calls to come lower it).
 Times are 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE.
 """
 
 from dialerapi.plumbing import clock
-from dialerapi.rules import calling_rules, campaigns, compliance
+from dialerapi.plumbing.db import queries
+from dialerapi.rules import abandons, calling_rules, campaigns, compliance, lead_events
 from dialerapi.rules.states import is_live
 
 NOT_DUE = "not_due"
+NOT_PREDICTIVE = "not_predictive"
 LEAD_IN_FLIGHT = "lead_in_flight"
 CONTACT_CAP = "contact_cap"
 
@@ -31,16 +39,48 @@ def _answer(reason=None, next_at=None, held=None):
             "source": held.source if held else None, "note": held.note if held else None, "next_at": next_at}
 
 
-def of_lead(row, now, tz, floor):
+def of_lead(conn, row, now, tz, floor):
     """{"place", "consent", "callable"} of the sales_master `row` (with region, postal_code,
     consent_type, consent_at, consent_source, claim_bucket, claim_due, contact_cap_until) at `now`
     (wall-clock `tz`, DB_TIMEZONE), by the floor's DialerConfig `floor` (dialer_config.load_config,
-    with the campaigns), its calling profile worked out once for both."""
+    with the campaigns), its calling profile worked out once for both. `callable` has `predictive`
+    too (predictive_now), which reads the abandon counts only when nothing else holds the lead."""
     config = floor.of(row["form_type"])
     _, names, source = compliance.lead_profile(row, config)
+    found = callable_now(row, names, now, tz, floor)
     return {"place": {"regions": list(calling_rules.split(names)[1]), "source": source,
                       "region": row["region"], "postal_code": row["postal_code"]},
-            "consent": consent(row), "callable": callable_now(row, names, now, tz, floor)}
+            "consent": consent(row),
+            "callable": {**found, "predictive": predictive_now(conn, row, names, found, now, tz, floor)}}
+
+
+def predictive_now(conn, row, names, progressive, now, tz, floor):
+    """{now, reason, rule, source, note, next_at} of a predictive claim of `row`, whose progressive
+    answer is `progressive` (callable_now); see the module's docstring."""
+    if not progressive["now"]:
+        return progressive
+    config = floor.of(row["form_type"])
+    if not config.predictive:
+        return _answer(NOT_PREDICTIVE)
+    moment = clock.instant(now, tz)
+    held = calling_rules.held(names, moment, config, calling_rules.PREDICTIVE, tz)
+    if held is not None:
+        return _answer(held.reason, compliance.next_at(names, moment, tz, config, calling_rules.PREDICTIVE), held)
+    if config.enforce_abandon_limit and _abandon_held(conn, row["form_type"], now, floor):
+        return _answer(abandons.ABANDON_LIMIT)
+    return progressive
+
+
+def _abandon_held(conn, form_type, now, floor):
+    """Whether the abandon limit holds `form_type`'s predictive claims back now (abandons.held, with
+    its campaign's rule and the calls pending now, as /engine/floor reports it)."""
+    config = floor.of(form_type)
+    windows = abandons.windows(conn, now, floor).get(form_type)
+    if windows is None:
+        return False
+    calls = {row["form_type"]: row for row in queries.floor_calls(conn, **abandons.connect_params(floor))}
+    pending = int(calls[form_type]["pending"]) if form_type in calls else 0
+    return abandons.held(windows, pending, config)
 
 
 def callable_now(row, names, now, tz, floor):
@@ -72,8 +112,5 @@ def callable_now(row, names, now, tz, floor):
 
 
 def consent(row):
-    """{type, at, source} of the consent the CRM pushed with the lead, or None."""
-    if row["consent_type"] is None:
-        return None
-    return {"type": row["consent_type"], "at": clock.format_wall_clock(row["consent_at"]),
-            "source": row["consent_source"]}
+    """{type, at, source} of the consent the CRM pushed with the lead, or None (lead_events.consent_of)."""
+    return lead_events.consent_of(row)

@@ -32,6 +32,8 @@ SWEEP_SECONDS = 60
 BLOCKING_SECONDS = 10
 # Leads no push worked out the phone facts of (issue #30): a batch every tick until none is left.
 PHONE_FACTS_SECONDS = 10
+# The leads each rule holds, per campaign (issue #68): counted this often for /engine/floor and the board.
+HELD_COUNTS_SECONDS = 60
 PRUNE_SECONDS = 3600
 # The agent state history is rolled up per agent and day this often (issue #49), today's too: a
 # report or a board reads the roll-ups and at most this long (plus agent_states.LATE_COMMIT) of history.
@@ -149,6 +151,21 @@ def phone_facts_tick(app):
         return run_once_per_tick(db, "phone_facts", PHONE_FACTS_SECONDS, now, lambda: db.run(work_out))
 
 
+def held_counts_tick(app):
+    """Count the leads each rule holds back now, per form_type and reason (compliance.count_held),
+    in one process per tick; returns how many are held."""
+    with app.app_context():
+        db = get_db()
+        tz = app.config["DB_TIMEZONE"]
+        now = clock.now(tz)
+
+        def count(conn):
+            held = compliance.count_held(conn, now, tz, dialstate.load_config(conn))
+            return sum(sum(counts.values()) for counts in held.values())
+
+        return run_once_per_tick(db, "held_counts", HELD_COUNTS_SECONDS, now, lambda: db.run(count))
+
+
 def prune_tick(app):
     """Delete outbox rows older than an hour, engine replies older than a day, abandon counts past
     their use (abandons.prune), contact cap numbers with no attempt in 31 days (contact_caps.prune),
@@ -229,6 +246,10 @@ def init_app(app):
     scheduler.add_job(
         phone_facts_tick, "interval", seconds=PHONE_FACTS_SECONDS, args=[app], id="phone_facts",
         replace_existing=True,
+    )
+    scheduler.add_job(
+        held_counts_tick, "interval", seconds=HELD_COUNTS_SECONDS, args=[app], id="held_counts",
+        replace_existing=True, next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_SECONDS),
     )
     scheduler.add_job(
         roll_up_tick, "interval", seconds=ROLL_UP_SECONDS, args=[app], id="agent_days", replace_existing=True,

@@ -52,13 +52,16 @@ LIMIT :max_rows;
 -- name: lock_unreserved(id)^
 -- With `listed`: whether its stored phone_e164 is on the do-not-call list, in the same round trip,
 -- and the owner of its callback (invisible, migration 0015); its number's contact_version and
--- contact_attempts (rules.contact_caps; NULL when the number has none), read without a lock: the
+-- contact_attempts and contact_consents (rules.contact_caps; NULL when the number has none), with
+-- the lead's consent as the caps read it (contact_consent, contact_consent_at), read without a lock: the
 -- claim writes them back only over the version it read, so claims of one number run one at a time. `number_in_call`: the oli_id of another lead with this number
 -- that is live now (ix_sales_master_phone_e164), or NULL (issue #65: one live call per number).
 SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
+       (SELECT n.consents FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_consents,
+       m.consent_type AS contact_consent, m.consent_at AS contact_consent_at,
        (SELECT o.oli_id FROM sales_master AS o
         WHERE o.phone_e164 = m.phone_e164 AND o.isReserved = 1 AND o.id <> m.id ORDER BY o.id LIMIT 1) AS number_in_call
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE SKIP LOCKED;
@@ -70,6 +73,8 @@ SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
+       (SELECT n.consents FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_consents,
+       m.consent_type AS contact_consent, m.consent_at AS contact_consent_at,
        (SELECT o.oli_id FROM sales_master AS o
         WHERE o.phone_e164 = m.phone_e164 AND o.isReserved = 1 AND o.id <> m.id ORDER BY o.id LIMIT 1) AS number_in_call
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE;
@@ -79,6 +84,8 @@ SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
+       (SELECT n.consents FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_consents,
+       m.consent_type AS contact_consent, m.consent_at AS contact_consent_at,
        (SELECT o.oli_id FROM sales_master AS o
         WHERE o.phone_e164 = m.phone_e164 AND o.isReserved = 1 AND o.id <> m.id ORDER BY o.id LIMIT 1) AS number_in_call
 FROM sales_master AS m WHERE m.oli_id = :oli_id FOR UPDATE SKIP LOCKED;

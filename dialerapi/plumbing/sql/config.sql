@@ -9,7 +9,7 @@ SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, m
           FROM dialerapi_outcome_retries AS r) AS outcome_retries,
        (SELECT JSON_ARRAYAGG(JSON_OBJECT('name', k.name, 'max_attempts', k.max_attempts,
                                          'window_seconds', k.window_seconds, 'region', k.region,
-                                         'form_type', k.form_type))
+                                         'form_type', k.form_type, 'consent_days', k.consent_days))
           FROM dialerapi_contact_caps AS k WHERE k.enabled = 1) AS contact_caps,
        (SELECT GROUP_CONCAT(l.name ORDER BY l.name SEPARATOR ';') FROM dialerapi_calling_rules AS l) AS calling_rules,
        (SELECT JSON_ARRAYAGG(JSON_OBJECT('id', t.id, 'region', t.region, 'starts_at', t.starts_at,

@@ -1,15 +1,15 @@
 -- Contact caps per phone number (issue #50, rules.contact_caps). Callers own the transaction.
 
 -- name: contact_caps()
-SELECT name, max_attempts, window_seconds, region, form_type, enabled, preset, source
+SELECT name, max_attempts, window_seconds, region, form_type, enabled, preset, source, consent_days
 FROM dialerapi_contact_caps ORDER BY name;
 
 -- name: set_contact_cap_enabled(name, enabled)!
 UPDATE dialerapi_contact_caps SET enabled = :enabled WHERE name = :name;
 
--- name: add_contact_cap(name, max_attempts, window_seconds, region, form_type, enabled)!
-INSERT INTO dialerapi_contact_caps (name, max_attempts, window_seconds, region, form_type, enabled, preset)
-VALUES (:name, :max_attempts, :window_seconds, :region, :form_type, :enabled, 0);
+-- name: add_contact_cap(name, max_attempts, window_seconds, region, form_type, enabled, consent_days)!
+INSERT INTO dialerapi_contact_caps (name, max_attempts, window_seconds, region, form_type, enabled, preset, consent_days)
+VALUES (:name, :max_attempts, :window_seconds, :region, :form_type, :enabled, 0, :consent_days);
 
 -- name: remove_contact_cap(name)!
 DELETE FROM dialerapi_contact_caps WHERE name = :name AND preset = 0;
@@ -17,18 +17,19 @@ DELETE FROM dialerapi_contact_caps WHERE name = :name AND preset = 0;
 -- name: contact_number(phone_e164)^
 -- A number's attempts and version, for a claim whose lock query did not read them (its stored
 -- phone_e164 was corrected) and for an originate failure, which takes its attempt back.
-SELECT version, attempts FROM dialerapi_contact_numbers WHERE phone_e164 = :phone_e164;
+SELECT version, attempts, consents FROM dialerapi_contact_numbers WHERE phone_e164 = :phone_e164;
 
--- name: add_contact_number(phone_e164, attempts, last_at_utc)!
+-- name: add_contact_number(phone_e164, attempts, consents, last_at_utc)!
 -- The number's first recorded attempt; 0 rows when another claim added it first (run again).
-INSERT IGNORE INTO dialerapi_contact_numbers (phone_e164, version, attempts, last_at_utc)
-VALUES (:phone_e164, 1, :attempts, :last_at_utc);
+INSERT IGNORE INTO dialerapi_contact_numbers (phone_e164, version, attempts, consents, last_at_utc)
+VALUES (:phone_e164, 1, :attempts, :consents, :last_at_utc);
 
--- name: write_contact_number(phone_e164, version, attempts, last_at_utc)!
--- The number's attempts, written only over the version the claim read; 0 rows when another claim
--- wrote it since (run again). On two Galera nodes the two writes fail certification instead.
+-- name: write_contact_number(phone_e164, version, attempts, consents, last_at_utc)!
+-- The number's attempts (and those made with consent), written only over the version the claim
+-- read; 0 rows when another claim wrote it since (run again). On two Galera nodes the two writes
+-- fail certification instead.
 UPDATE dialerapi_contact_numbers
-SET version = version + 1, attempts = :attempts, last_at_utc = :last_at_utc
+SET version = version + 1, attempts = :attempts, consents = :consents, last_at_utc = :last_at_utc
 WHERE phone_e164 = :phone_e164 AND version = :version;
 
 -- name: hold_for_cap(id, cap, until)!

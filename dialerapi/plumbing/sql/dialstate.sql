@@ -2,8 +2,10 @@
 
 -- name: lock_lead(oli_id)^
 -- With the invisible facts of the call in progress (migration 0014), which settle records and
--- clears, and the owner of its callback (migration 0015).
-SELECT *, call_answered_at, agent_connected_at, predictive_call, callback_agent_id
+-- clears, the owner of its callback (migration 0015), and its consent (migration 0025), which
+-- lead.call_ended carries (issue #68).
+SELECT *, call_answered_at, agent_connected_at, predictive_call, callback_agent_id, consent_type, consent_at,
+       consent_source
 FROM sales_master WHERE oli_id = :oli_id FOR UPDATE;
 
 -- name: write_dial_state(id, data_id, priority_id, dial_status, previous_dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved, reservation_id, reserved_at, updated_at, set_owner, callback_agent_id, forget_call_moments)!

@@ -97,3 +97,20 @@ FOR UPDATE SKIP LOCKED;
 -- out since it was read, or it went live.
 UPDATE sales_master SET phone_e164 = %s, do_not_call = %s, call_zone_id = %s
 WHERE id = %s AND phone_number = %s AND call_zone_id = 0 AND NOT (dial_status = 'Calling' AND isReserved = 1);
+
+-- name: held_counts()
+-- The leads each rule held per form_type at the last count (compliance.count_held, issue #68).
+SELECT form_type, reason, leads FROM dialerapi_held_counts ORDER BY form_type, reason;
+
+-- name: held_counted_at()$
+-- When they were counted: epoch seconds UTC, NULL before the first count.
+SELECT (SELECT value FROM dialerapi_counters WHERE name = 'held_counted_at');
+
+-- name: clear_held_counts()!
+DELETE FROM dialerapi_held_counts;
+
+-- name: add_held_counts*!
+INSERT INTO dialerapi_held_counts (form_type, reason, leads, counted_at_utc) VALUES (%s, %s, %s, %s);
+
+-- name: set_held_counted_at(epoch)!
+INSERT INTO dialerapi_counters (name, value) VALUES ('held_counted_at', :epoch) ON DUPLICATE KEY UPDATE value = :epoch;

@@ -43,6 +43,16 @@ VALUES ('florida-oklahoma-3-per-24h', 3, 86400, 'US-FL,US-OK', NULL, 0, 1,
        ('reg-f-7-in-7', 7, 604800, NULL, NULL, 0, 1,
         'CFPB Regulation F, 12 CFR 1006.14(b)(2)(i): per debt; add a copy with --form-type for each form_type that holds debts');
 
+-- name: seed_cap_consent_days()!
+-- Regulation F leaves calls placed within 7 days of the consumer's prior consent out of its count
+-- (12 CFR 1006.14(b)(3)(i), (b)(4); migration 0026, issue #68): the preset's consent_days, as
+-- the migration gives it to a preset seeded before it.
+UPDATE dialerapi_contact_caps SET consent_days = 7 WHERE name = 'reg-f-7-in-7' AND preset = 1 AND consent_days IS NULL;
+
+-- name: has_cap_consent_days()$
+SELECT EXISTS (SELECT 1 FROM information_schema.columns
+               WHERE table_schema = DATABASE() AND table_name = 'dialerapi_contact_caps' AND column_name = 'consent_days');
+
 -- name: has_contact_caps()$
 SELECT EXISTS (SELECT 1 FROM information_schema.tables
                WHERE table_schema = DATABASE() AND table_name = 'dialerapi_contact_caps');

@@ -163,6 +163,15 @@
       " · " + a.period + " " + percent(w.period.rate) + " (limit " + percent(a.limit) + ")" +
       (a.over_limit ? " OVER THE LIMIT" : "");
     el.appendChild(rates);
+    var held = heldText(ft.leads_held);
+    if (held) {
+      // Issue #68: the leads each rule holds back, as the minute's count left them.
+      var line = document.createElement("div");
+      line.className = "held";
+      line.dataset.figure = "leads_held";
+      line.textContent = "held: " + held;
+      el.appendChild(line);
+    }
     var c = ft.campaign;
     if (c && !c.open) {
       // Issue #67: a paused, ended or closed campaign dials none of its leads; say until when.
@@ -175,6 +184,15 @@
       el.appendChild(closed);
     }
     return el;
+  }
+
+  var HELD_NAMES = {do_not_call: "do-not-call", outside_calling_window: "outside calling window",
+    emergency: "emergency", state_holiday: "state holiday", state_sunday: "Sunday ban", state_hours: "state hours",
+    consent_required: "no consent"};
+
+  function heldText(counts) {
+    return Object.keys(HELD_NAMES).filter(function (reason) { return counts && counts[reason] > 0; })
+      .map(function (reason) { return counts[reason] + " " + HELD_NAMES[reason]; }).join(" · ");
   }
 
   // --- agents ----------------------------------------------------------------------------------
