@@ -37,6 +37,15 @@ def wall(moment):
     return clock.format_wall_clock(moment.astimezone(TZ).replace(tzinfo=None))
 
 
+@pytest.fixture(autouse=True)
+def all_day_work_window(sql):
+    """The floor's work window (decisions.md D1, wall-clock DB_TIMEZONE) open all day: these tests
+    hold the state rules in the customer's local time, at whatever DB_TIMEZONE make test-clock
+    gives (Asia/Kolkata's 23:30 is Chicago's noon, and a lead pushed outside the window is due at its
+    next start, not at the moment the test claims it)."""
+    sql("UPDATE sales_dialer_config SET work_start = '00:00:00', work_end = '23:59:59'")
+
+
 @pytest.fixture
 def push(client, auth):
     def push(oli_id, phone_number, **fields):
