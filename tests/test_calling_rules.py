@@ -342,6 +342,7 @@ def test_the_floor_counts_the_leads_each_rule_holds_per_campaign_once_a_minute(
         app, client, push, rules_on, command, floor_agent, engine_auth):
     """Issue #68 item 6: /engine/floor (and the board's tiles, which are its answer) says per
     campaign how many leads each rule holds, as the minute's count (upkeep.jobs) left them."""
+    from conftest import MONITOR_SECRET
     from dialerapi.upkeep import jobs
 
     floor_agent(501, skills=("home_loan", "credit_card"))
@@ -364,6 +365,10 @@ def test_the_floor_counts_the_leads_each_rule_holds_per_campaign_once_a_minute(
     assert counted_at == sunday.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert held == {"home_loan": {**zero, "state_sunday": 1, "state_hours": 1, "do_not_call": 1},
                     "credit_card": {**zero, "state_sunday": 1}}
+    live = client.get("/health", headers={"Authorization": f"Bearer {MONITOR_SECRET}"}).get_json()
+    assert live["metrics"]["calling_rules"]["by_form_type"] == {
+        form_type: {reason: n for reason, n in counts.items() if n} for form_type, counts in held.items()}, \
+        "/health counts at each read what the floor shows from the minute's count"
     at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
     assert jobs.held_counts_tick(app) == 1
     assert floor()[1] == {"home_loan": {**zero, "do_not_call": 1}, "credit_card": zero}

@@ -66,6 +66,7 @@ US_STATES = frozenset(STATE_ZONES)
 # Every region a lead may name, exactly as written (upper case): the states as US-XX, and the
 # countries phonenumbers knows.
 REGIONS = tuple(sorted({f"US-{state}" for state in US_STATES} | set(phonenumbers.SUPPORTED_REGIONS)))
+KNOWN_REGIONS = frozenset(REGIONS)
 
 
 class UnknownPlace(ValueError):
@@ -76,7 +77,7 @@ def check_region(text):
     """`text` as a region: `US-XX` with a US state code, or a country's ISO 3166 alpha-2 code.
     Returns it upper-cased; raises UnknownPlace."""
     region = str(text).strip().upper()
-    if region in REGIONS:
+    if region in KNOWN_REGIONS:
         return region
     raise UnknownPlace(f"{text!r} is no region: a US state as US-XX (US-LA), or a country's alpha-2 code (GB)")
 

@@ -50,7 +50,7 @@ def of_lead(conn, row, now, tz, floor):
     found = callable_now(row, names, now, tz, floor)
     return {"place": {"regions": list(calling_rules.split(names)[1]), "source": source,
                       "region": row["region"], "postal_code": row["postal_code"]},
-            "consent": consent(row),
+            "consent": lead_events.consent_of(row),
             "callable": {**found, "predictive": predictive_now(conn, row, names, found, now, tz, floor)}}
 
 
@@ -110,7 +110,3 @@ def callable_now(row, names, now, tz, floor):
         return _answer(compliance.OUTSIDE_CALLING_WINDOW, compliance.next_at(names, moment, tz, config))
     return _answer()
 
-
-def consent(row):
-    """{type, at, source} of the consent the CRM pushed with the lead, or None (lead_events.consent_of)."""
-    return lead_events.consent_of(row)

@@ -33,7 +33,7 @@ class Region(Text):
 
     def _deserialize(self, value, attr, data, **kwargs):
         text = super()._deserialize(value, attr, data, **kwargs)
-        if text not in places.REGIONS:
+        if text not in places.KNOWN_REGIONS:
             raise ValidationError(f"{text!r} is no region: a US state as US-XX (US-LA), or a country's alpha-2 code "
                                   "(GB), in capitals")
         return text
