@@ -701,3 +701,24 @@ def browser(tmp_path_factory):
     driver = start_chromium(tmp_path_factory.mktemp("chromium"))
     yield driver
     driver.quit()
+
+
+@pytest.fixture
+def statements_sent(monkeypatch):
+    """Count the statements this thread sends to the server (each query, BEGIN, COMMIT, ROLLBACK).
+
+    The server's `Questions` counts every client's statements, the session's gunicorn tailing the
+    outbox among them. A request sent through Flask's test client runs in the test's thread, so
+    counting that thread's round trips at the driver counts exactly the request's."""
+    counted = [0]
+    me = threading.get_ident()
+    for name in ("query", "begin", "commit", "rollback"):
+        original = getattr(pymysql.connections.Connection, name)
+
+        def counting(self, *args, _original=original, **kwargs):
+            if threading.get_ident() == me:
+                counted[0] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(pymysql.connections.Connection, name, counting)
+    return lambda: counted[0]

@@ -47,28 +47,6 @@ def test_upsert_statement_is_batched_by_pymysql():
     assert pymysql.cursors.RE_INSERT_VALUES.match(queries.upsert_leads.sql)
 
 
-@pytest.fixture
-def statements_sent(monkeypatch):
-    """Count the statements this thread sends to the server (each query, BEGIN, COMMIT, ROLLBACK).
-
-    The server's `Questions` counts every client's statements: the session's gunicorn tails the
-    outbox ten times a second once a socket test has run (issue #38), which added 6 to a batch's
-    count in CI. The request runs in the test's thread (Flask's test client), so counting that
-    thread's round trips at the driver counts exactly the batch's."""
-    counted = [0]
-    me = threading.get_ident()
-    for name in ("query", "begin", "commit", "rollback"):
-        original = getattr(pymysql.connections.Connection, name)
-
-        def counting(self, *args, _original=original, **kwargs):
-            if threading.get_ident() == me:
-                counted[0] += 1
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(pymysql.connections.Connection, name, counting)
-    return lambda: counted[0]
-
-
 def test_a_500_lead_batch_costs_a_handful_of_statements(client, auth, statements_sent):
     def batch(tag, prefix):
         return {"leads": [
