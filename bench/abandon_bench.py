@@ -34,9 +34,14 @@ import time
 from datetime import datetime, timedelta
 
 from claim_bench import AGENTS, FORM_TYPES, UTC, percentile, prepare
+
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules import abandons, campaigns, claims, dialstate
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.compliance import abandons
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate
 
 DAYS = 30
 CALLS_PER_DAY = int(os.environ.get("BENCH_ABANDON_CALLS_PER_DAY", 200_000))
@@ -186,7 +191,7 @@ def main():
                 refused[state] += held
         started = time.perf_counter()
         with db.transaction() as conn:
-            config = dialstate.load_config(conn)
+            config = dialer_config.load_config(conn)
             year = abandons.report(conn, (now - timedelta(days=364)).date(), now.date(), config)
         report_seconds = time.perf_counter() - started
         config_24h = config.__class__(**{**config.__dict__, "abandon_period": "24h"})

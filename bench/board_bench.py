@@ -44,13 +44,13 @@ from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
 import requests
-
 from common import ROOT, bench_database, gunicorn, wait_for_purge, wait_until_idle, wrk
 from floor_bench import SECRET, Floor
 from results_bench import previous_release, sql
+
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import connect
-from dialerapi.rules import agent_states
+from dialerapi.rules.agents import state_history as agent_states
 
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import start_chromium, start_nginx  # noqa: E402 (the tests' Chromium and private nginx)

@@ -28,9 +28,10 @@ import random
 from datetime import datetime, timedelta
 
 from claim_bench import AGENTS, UTC, claim_block, claim_figures, prepare
+
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules import campaigns
+from dialerapi.rules.campaigns import operations as campaigns
 
 LEADS = 1_000_000
 CAMPAIGNS = 200

@@ -29,9 +29,10 @@ import random
 from datetime import datetime
 
 from claim_bench import AGENTS, UTC, claim_block, claim_figures, prepare
+
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules import contact_caps
+from dialerapi.rules.compliance import contact_caps
 
 BLOCK = int(os.environ.get("BENCH_CAPS_BLOCK", 1000))
 ORDER = (False, True, True, False) * 3

@@ -11,7 +11,7 @@ phone_e164 and call_zone_id as a push writes them (issue #30; bench/compliance_b
 rules on).
 
 - In-process: each round claims for a random agent in its own transaction
-  (dialerapi.rules.claims.claim_next) and rolls back, so the table stays the same for every claim. A
+  (dialerapi.rules.dialing.claims.claim_next) and rolls back, so the table stays the same for every claim. A
   reference round trip (SELECT 1 in a transaction) is measured alternately in the same minutes,
   because this machine's CPU speed drifts.
 - A busy floor (issue #16): the 200 agents claim at once over 16 connections (16 threads, each
@@ -44,9 +44,13 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from common import bench_database, gunicorn, wrk
-from dialerapi.rules import claims, compliance, dialstate, phones
+
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
+from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.compliance import phones
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
 
 LEADS = int(os.environ.get("BENCH_LEADS", 1_000_000))
 UTC = ZoneInfo("UTC")  # the bench database's DB_TIMEZONE
@@ -88,7 +92,7 @@ FROM seq_1_to_{leads}
 
 def phone_facts(conn):
     """phone_e164 and call_zone_id of every lead, as a push works them out (issue #30), by prefix."""
-    config = dialstate.load_config(conn)
+    config = dialer_config.load_config(conn)
     with conn.cursor() as cur:
         cur.execute("UPDATE sales_master SET phone_e164 = CAST(phone_number AS UNSIGNED), do_not_call = 0")
         for prefix, sample in (("9198", "919876543210"), ("1212", "12125550100"), ("1312", "13125550100"),

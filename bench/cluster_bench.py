@@ -26,9 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from common import FILL, bench_database, gunicorn, wait_until_idle, wrk
-from dialerapi.rules import claims
+
 from dialerapi.plumbing.config import database_nodes, url_with_nodes
 from dialerapi.plumbing.db import Database, connect
+from dialerapi.rules.dialing import claims
 
 DB_NAME = "dialerapi_bench_cluster"
 SECRET = "bench-secret-0123456789"

@@ -38,12 +38,12 @@ from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import phonenumbers
+from claim_bench import AGENTS, UTC, busy_floor, percentile, prepare
 from phonenumbers.timezone import time_zones_for_number
 
-from claim_bench import AGENTS, UTC, busy_floor, percentile, prepare
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules import claims
+from dialerapi.rules.dialing import claims
 
 LIST_SIZE = int(os.environ.get("BENCH_DNC_NUMBERS", 10_000_000))
 LISTED_EVERY = 20  # every 20th lead's phone is on the list

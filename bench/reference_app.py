@@ -36,7 +36,7 @@ import pymysql
 import pymysql.cursors
 from flask import Flask, request
 
-from dialerapi.rules.us_area_codes import AREA_CODES  # data generated from phonenumbers, not the service's code
+from dialerapi.rules.compliance.us_area_codes import AREA_CODES
 
 app = Flask(__name__)
 local = threading.local()

@@ -44,9 +44,10 @@ from pathlib import Path
 
 from claim_bench import UTC, percentile, prepare
 from common import FILL, ROOT, bench_database, empty_table, gunicorn, wait_for_purge, wait_until_idle, wrk
+
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import connect
-from dialerapi.rules import webhooks
+from dialerapi.rules.events import webhooks
 
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import require_program  # noqa: E402 (Debian's nginx, from make install)

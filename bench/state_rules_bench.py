@@ -6,7 +6,7 @@ Builds (once) a database `dialerapi_bench_states`: 1,000,000 leads as claim_benc
 form_types, every claimable status, 200 agents with 2 skills each), every one a US number, spread
 evenly over an area code of each of the 50 states and DC; each lead's calling profile (its zones
 and its state) worked out as a push does, once per area code. "On" enables every row of the
-shipped table (rules.state_rules: the federal hours, and the states' hours, Sunday bans and
+shipped table (rules.compliance.state_table: the federal hours, and the states' hours, Sunday bans and
 holidays); "off" enables none. The calling window stays off either way: its cost is
 compliance_bench's.
 
@@ -28,10 +28,14 @@ from datetime import datetime, timedelta
 
 from claim_bench import AGENTS, FILL, FORM_TYPES, UTC, make_agents, percentile
 from common import bench_database
+
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules import claims, compliance, dialstate, state_rules
-from dialerapi.rules.us_area_codes import AREA_CODES
+from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.compliance.us_area_codes import AREA_CODES
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
 
 LEADS = int(os.environ.get("BENCH_LEADS", 1_000_000))
 DB_NAME = "dialerapi_bench_states"
@@ -71,7 +75,7 @@ def prepare(now):
 
 def profiles(conn, cur):
     """phone_e164 and call_zone_id of every lead as a push works them out, once per area code."""
-    config = dialstate.load_config(conn)
+    config = dialer_config.load_config(conn)
     cases = []
     for _, code in STATE_CODES:
         _, names, _ = compliance.lead_profile({"phone_number": f"1{code}2010001"}, config)

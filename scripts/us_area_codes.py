@@ -1,4 +1,4 @@
-"""Write dialerapi/rules/us_area_codes.py from phonenumbers' geocoding data (issue #50).
+"""Write dialerapi/rules/compliance/us_area_codes.py from phonenumbers' geocoding data (issue #50).
 
     .venv/bin/python scripts/us_area_codes.py
 

@@ -35,8 +35,9 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 
 import faketime
-from dialerapi.plumbing import clock, config as settings, migrate
 from dialerapi import create_app
+from dialerapi.plumbing import clock, migrate
+from dialerapi.plumbing import config as settings
 from dialerapi.plumbing.db import connect, connect_params, get_db
 from dialerapi.plumbing.limits import limiter
 
@@ -576,7 +577,7 @@ def progressive_claims_at_once(app, agent_ids, now):
     """claims.claim_next(agent, `now`, tz=TZ) for every agent of `agent_ids`, each in a thread and a
     transaction of its own, all released at once (sixteen_at_once). Returns (the oli_ids claimed,
     None for an empty answer, in no order; the errors)."""
-    from dialerapi.rules import claims
+    from dialerapi.rules.dialing import claims
 
     got, errors = [], []
     claimers = sixteen_at_once(app, errors, len(agent_ids))

@@ -32,8 +32,11 @@ from dialerapi.plumbing import migrate
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.plumbing.limits import limiter
-from dialerapi.rules import actions, dnc, lead_events
-from dialerapi.rules.states import OUTCOMES
+from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.core.vocabulary import OUTCOMES
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.events import lead_events
+from dialerapi.rules.views import lead as lead_read
 
 NUMBERS = {"919845011111": "+91 98450 11111", "919845022222": "+91 98450 22222", "919845033333": "+91 98450 33333"}
 LEADS = {"OLI-1": "919845011111", "OLI-2": "919845011111", "OLI-3": "919845022222", "OLI-4": "919845022222",
@@ -226,7 +229,7 @@ class LeadFeed(RuleBasedStateMachine):
                 break
             self.after = page["next"]
         with self.app.app_context():
-            leads = get_db().run(lambda conn: {oli_id: lead_events.read_lead(conn, oli_id, None, 1, TZ)["lead"]
+            leads = get_db().run(lambda conn: {oli_id: lead_read.read_lead(conn, oli_id, None, 1, TZ)["lead"]
                                                for oli_id in LEADS})
         for oli_id, lead in leads.items():
             if lead["live"]:

@@ -6,8 +6,8 @@ import threading
 import time
 from datetime import datetime
 
-from dialerapi.rules import events
 from dialerapi.plumbing.db import queries
+from dialerapi.rules.events import outbox as events
 
 NOW = datetime(2026, 11, 23, 10, 0, 0)
 ROWS_PER_TRANSACTION = 20

@@ -18,12 +18,27 @@ from datetime import datetime, timedelta
 import pytest
 import requests
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, TZ, Sql, cli, make_app, set_clock, start_gunicorn
-from docs_examples import answers, example
+from conftest import (
+    DEFAULT_NOW,
+    ENGINE_SECRET,
+    MONITOR_SECRET,
+    SECRET,
+    TZ,
+    Sql,
+    cli,
+    make_app,
+    set_clock,
+    start_gunicorn,
+)
 from dialerapi.plumbing import clock, migrate
 from dialerapi.plumbing.db import get_db, queries
-from dialerapi.rules import abandons, agents, campaigns, claims, dialstate
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.compliance import abandons
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.leads import dialstate
 from dialerapi.upkeep import jobs
+from docs_examples import answers, example
 
 NOW = DEFAULT_NOW
 ENGINE = {"X-API-Key": ENGINE_SECRET}
@@ -53,7 +68,7 @@ def play(sql, run, tz):
         agent_id = agent_id or (501 if form_type == "home_loan" else 502)
         if answered is not None:
             set_clock(at + timedelta(seconds=answered))
-            run(claims.bridge, oli_id, clock.now(tz))
+            run(agents.bridge, oli_id, clock.now(tz))
         if connected is not None:
             set_clock(at + timedelta(seconds=connected))
             run(agents.open_missed_activity, oli_id, agent_id, clock.now(tz), tz)
@@ -160,7 +175,7 @@ def test_moments_left_by_an_earlier_reservation_are_not_this_calls(sql, floor, p
         " isReserved = 1, reservation_id = UUID(), reserved_at = %s WHERE oli_id = %s",
         NOW - timedelta(hours=1), NOW - timedelta(minutes=50), NOW + timedelta(minutes=5), oli_id)
     set_clock(NOW + timedelta(minutes=5, seconds=4))
-    run(claims.bridge, oli_id, clock.now(tz))
+    run(agents.bridge, oli_id, clock.now(tz))
     set_clock(NOW + timedelta(minutes=6))
     run(dialstate.settle, oli_id, "answered", clock.now(tz), tz=tz, grace_minutes=5, release_retry_ms=1000)
     attempt = sql("SELECT answered_at, agent_connected_at, late_connect FROM sales_call_attempts"
@@ -220,7 +235,7 @@ def test_every_window_equals_a_count_over_the_call_records(client, sql, floor, p
         set_clock(now)
         state = engine_floor(client)
         # Issue #52: the windows read alone (the simulator's pacing) are the floor state's.
-        alone = run(lambda conn: abandons.windows(conn, now, dialstate.load_config(conn)))
+        alone = run(lambda conn: abandons.windows(conn, now, dialer_config.load_config(conn)))
         for group in state["form_types"]:
             assert group["abandons"]["windows"] == recorded_windows(sql, now, group["form_type"], period), (now, group)
             assert alone[group["form_type"]] == group["abandons"]["windows"]
@@ -445,7 +460,7 @@ def test_campaigns_connect_seconds_are_read_in_a_database_of_the_servers_default
             " agent_connected_at, created_at, updated_at) VALUES ('CALL-1', UUID(), '9876543210', 'Meena Sundaram',"
             " 'home_loan', 2, 'Calling', 'Pending', 1, UUID(), %s, 1, %s, %s, %s, %s)",
             NOW, NOW, NOW + timedelta(seconds=5), NOW, NOW)
-        config = db.run(dialstate.load_config)
+        config = db.run(dialer_config.load_config)
         skills = db.run(lambda conn: list(queries.free_skills(conn, now=NOW, ahead=True, form_type=None,
                                                                **abandons.limit_params(NOW, config))))
         calls = db.run(lambda conn: list(queries.floor_calls(conn, **abandons.connect_params(config))))

@@ -11,7 +11,8 @@ import pytest
 
 from conftest import utc_naive, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import agent_states, agents
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import state_history as agent_states
 
 DAY = date(2026, 11, 21)
 
@@ -132,8 +133,7 @@ def test_login_is_the_sum_of_the_states_for_every_agent_of_a_busy_floor(floor_ag
         elif choice < 0.3:
             run(agents.resume, agent_id)
         else:
-            from dialerapi.rules import claims
-            run(claims.set_availability, agent_id, panel_active=chooser.random() < 0.85,
+            run(agents.set_availability, agent_id, panel_active=chooser.random() < 0.85,
                 ami_idle=chooser.random() < 0.5,
                 wrapup_until=moment + timedelta(seconds=chooser.randint(0, 90)) if chooser.random() < 0.5 else None)
     end = moment + timedelta(minutes=5)

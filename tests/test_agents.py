@@ -7,9 +7,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from conftest import TZ, cli, make_app, utc_text
-from dialerapi.rules import agents, dialstate
-from dialerapi.upkeep import jobs
 from dialerapi.plumbing.db import get_db
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.core import vocabulary
+from dialerapi.rules.leads import dialstate
+from dialerapi.upkeep import jobs
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 
@@ -91,7 +93,7 @@ def test_call_connected_opens_a_live_missed_activity(app, agent, new_lead, make_
 def test_call_connected_on_a_lead_not_on_a_call_opens_nothing(app, agent, new_lead, sql):
     agent()
     new_lead("OLI-1")
-    with app.app_context(), pytest.raises(dialstate.NotLive):
+    with app.app_context(), pytest.raises(vocabulary.NotLive):
         get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, TZ)
     assert sql("SELECT * FROM sales_missed_activities") == [] and outbox(sql) == []
 

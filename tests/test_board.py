@@ -13,12 +13,13 @@ from datetime import datetime
 import jsonschema
 import pytest
 import requests
+from test_sockets import frame, rejected, until
 
 from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, TZ, mint_token, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import agents, claims
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.dialing import claims
 from dialerapi.web import agent_tokens
-from test_sockets import frame, rejected, until
 from wsclient import Client, ConnectionClosed
 
 SUPERVISOR_PATHS = {("GET", "/api/board"), ("GET", "/api/reports/agents"), ("GET", "/api/campaigns"),
@@ -108,8 +109,8 @@ def test_a_bad_token_request_is_a_400(client, body, field):
 
 def test_the_snapshot_holds_tiles_and_rows_as_the_database_has_them(client, floor, run, frozen_clock, sql):
     frozen_clock(datetime(2026, 11, 21, 9, 0))
-    run(claims.set_availability, 501, panel_active=True, ami_idle=True)
-    run(claims.set_availability, 502, panel_active=True, ami_idle=False)
+    run(agents.set_availability, 501, panel_active=True, ami_idle=True)
+    run(agents.set_availability, 502, panel_active=True, ami_idle=False)
     frozen_clock(datetime(2026, 11, 21, 9, 30))
     run(agents.pause, 501, "lunch")
     frozen_clock(datetime(2026, 11, 21, 10, 0))
@@ -192,7 +193,7 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
     process (another than the server's) each reach the board; 16 changes committed together reach it
     in one update frame."""
     with app.app_context():
-        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
     token = requests.post(live_server.url("/api/supervisor-tokens"), json={"name": "Priya"},
                           headers={"X-API-Key": SECRET}, timeout=10).json()["token"]
     client = board(f"token={token}")
@@ -219,7 +220,7 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
     def actor(agent_id):
         with app.app_context():
             barrier.wait()
-            get_db().run(claims.set_availability, agent_id, panel_active=True, ami_idle=False)
+            get_db().run(agents.set_availability, agent_id, panel_active=True, ami_idle=False)
 
     threads = [threading.Thread(target=actor, args=(agent_id,)) for agent_id in range(601, 617)]
     for thread in threads:
@@ -238,7 +239,7 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
     # in one frame, not one per agent.
     def free_all(conn):
         for agent_id in range(601, 617):
-            claims.set_availability(conn, agent_id, ami_idle=True)
+            agents.set_availability(conn, agent_id, ami_idle=True)
 
     with app.app_context():
         get_db().run(free_all)
@@ -250,7 +251,7 @@ def test_a_removed_agent_leaves_the_board(board, floor, app, live_server):
     client = board("", {"X-API-Key": SUPERVISOR_SECRET})
     assert {row["agent_id"] for row in frame(client)["data"]["agents"]} == {501, 502}
     with app.app_context():
-        get_db().run(claims.set_availability, 502, panel_active=True)
+        get_db().run(agents.set_availability, 502, panel_active=True)
     # The board has seen 502's last change before the removal: the removal itself must be told
     # (CI saw a removed agent stay on the board when the poll fell between the two commits).
     until(client, lambda m: m["event"] == "board.update" and any(
@@ -430,10 +431,10 @@ def test_a_board_joining_never_changes_what_another_board_was_sent(app, client, 
     feed = BoardFeed(app)
     first, second = RecordingSocket(), RecordingSocket()
     with app.app_context():
-        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
         feed.join(first)
         get_db().run(agents.pause, 501, "tea")
-        get_db().run(claims.set_availability, 502, panel_active=True)
+        get_db().run(agents.set_availability, 502, panel_active=True)
         get_db().run(agents.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
         feed.join(second)
         feed.changed({501, 502})
@@ -458,7 +459,7 @@ def test_the_boards_now_is_the_service_clock_to_the_millisecond(app, client, flo
     expected = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.250Z")
     board = RecordingSocket()
     with app.app_context():
-        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
         feed = BoardFeed(app)
         feed.join(board)
         get_db().run(agents.pause, 501, "tea")
@@ -561,7 +562,7 @@ def test_a_ringing_call_shows_its_campaign_until_it_ends(board, floor, app, clie
     none. The claim is kept on the agent's row; the board shows the lead's form_type while that
     reservation is the lead's live one, and the call's end (a settle, a release) tells the board."""
     from dialerapi.plumbing import clock
-    from dialerapi.rules import dialstate
+    from dialerapi.rules.leads import dialstate
 
     def form_types():
         body = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
@@ -576,7 +577,7 @@ def test_a_ringing_call_shows_its_campaign_until_it_ends(board, floor, app, clie
     new_lead("HOME-1", form_type="home_loan", phone_number="+91 98765 43211")
     with app.app_context():
         for agent_id in (501, 502):
-            get_db().run(claims.set_availability, agent_id, panel_active=True, ami_idle=True)
+            get_db().run(agents.set_availability, agent_id, panel_active=True, ami_idle=True)
     live = board("", {"X-API-Key": SUPERVISOR_SECRET})
     assert {row["agent_id"]: row["form_type"] for row in frame(live)["data"]["agents"]} == {501: None, 502: None}
 
@@ -670,7 +671,7 @@ def test_boards_joining_during_churn_each_end_with_every_row_exact(board, floor,
                 agent_id = chooser.choice(agent_ids)
                 kind = chooser.randrange(4)
                 if kind == 0:
-                    get_db().run(claims.set_availability, agent_id, panel_active=True, ami_idle=chooser.random() < 0.5)
+                    get_db().run(agents.set_availability, agent_id, panel_active=True, ami_idle=chooser.random() < 0.5)
                 elif kind == 1:
                     get_db().run(agents.pause, agent_id, chooser.choice(["tea", "lunch"]))
                 elif kind == 2:
@@ -732,7 +733,7 @@ def test_a_change_undone_before_the_next_update_still_reaches_the_board_that_joi
 
     feed, first, second = BoardFeed(app), RecordingSocket(), RecordingSocket()
     with app.app_context():
-        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
         get_db().run(agents.pause, 501, "tea")
         feed.join(first)
         get_db().run(agents.pause, 501, "lunch")
@@ -763,7 +764,7 @@ def test_a_change_reported_while_the_first_board_joins_reaches_it(app, client, f
 
     feed._read_snapshot = read_then_change
     with app.app_context():
-        get_db().run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
         get_db().run(agents.pause, 501, "tea")
         feed.join(first)
         feed.changed(set())  # the next poll

@@ -10,8 +10,8 @@ import pytest
 import requests
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET
-from dialerapi.rules import claims
 from dialerapi.plumbing.db import connect, get_db, queries
+from dialerapi.rules.dialing import claims
 
 CLAIMERS = 20
 RUNS = 20

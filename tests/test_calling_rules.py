@@ -14,7 +14,9 @@ import pytest
 
 from conftest import TZ, progressive_claims_at_once
 from dialerapi.plumbing import clock
-from dialerapi.rules import claims, compliance, dialer_config
+from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
 
 CHICAGO = ZoneInfo("America/Chicago")
 CHRISTMAS_NOON = datetime(2026, 12, 25, 12, 0, tzinfo=CHICAGO)
@@ -376,7 +378,7 @@ def test_the_floor_counts_the_leads_each_rule_holds_per_campaign_once_a_minute(
 
 def test_a_campaign_marked_consent_required_leaves_its_unconsented_leads_to_a_manual_redial(
         run, push, floor_agent, sql, client, engine_auth, auth):
-    from dialerapi.rules import campaigns
+    from dialerapi.rules.campaigns import operations as campaigns
 
     at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
     floor_agent(501, skills=("home_loan", "credit_card"))
@@ -403,7 +405,7 @@ def test_a_campaign_marked_consent_required_all_refuses_the_redial_of_an_unconse
     """Issue #68 item 4: a campaign marked so calls no lead without written or express consent,
     by any claim: claims pass the lead over, its redial answers 409 not_claimable consent_required
     (D3's shape, with the rule and next_at); a consented lead's redial and an inbound call go on."""
-    from dialerapi.rules import campaigns
+    from dialerapi.rules.campaigns import operations as campaigns
 
     at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
     floor_agent(501, skills=("home_loan",))
@@ -442,7 +444,7 @@ def test_a_number_phonenumbers_cannot_read_is_listed_and_removed_by_its_digits(c
 
 def test_a_call_ended_event_carries_the_consent_the_call_was_made_under(run, push, floor_agent, client, auth):
     """Issue #68 item 4: the consent is shown in the events, as the CRM pushed it (docs/crm/results.md)."""
-    from dialerapi.rules import dialstate
+    from dialerapi.rules.leads import dialstate
 
     at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
     floor_agent(501)

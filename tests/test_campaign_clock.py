@@ -15,7 +15,10 @@ from datetime import datetime, time, timedelta
 import pytest
 
 from conftest import TZ, own_number
-from dialerapi.rules import calendars, campaigns, claims, dialstate
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.config import calendars
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
 
 pytestmark = pytest.mark.clock
 
@@ -55,7 +58,7 @@ def claim_or_refusal(run, agent_id, now):
 
 
 def status(run, form_type, now):
-    return run(lambda conn: campaigns.status(dialstate.load_config(conn), form_type, now, TZ))
+    return run(lambda conn: campaigns.status(dialer_config.load_config(conn), form_type, now, TZ))
 
 
 def test_a_campaign_opens_and_closes_on_its_weekday_hours_at_this_minute(run, leads, now):

@@ -12,8 +12,13 @@ import pytest
 
 from conftest import ENGINE_SECRET, SUPERVISOR_SECRET, TZ, set_clock, sixteen_at_once
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import calendars, campaign_settings, campaigns, claims, dialstate, lead_events
-from dialerapi.rules.floor import floor_state
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.config import calendars, campaign_settings
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.events import lead_events
+from dialerapi.rules.leads import dialstate
+from dialerapi.rules.views.floor import floor_state
 
 NOW = datetime(2026, 11, 23, 10, 0)  # a Monday
 SUNDAY = datetime(2026, 11, 29, 11, 0)
@@ -43,7 +48,7 @@ def settle(run, oli_id, outcome="no_answer", now=NOW):
 # The calendar, alone ----------------------------------------------------------------------------
 
 def calendar(**settings):
-    floor = dialstate.DialerConfig(isMaintainance=False, outbound_obey_work_hours=True, retry_pattern=(4,),
+    floor = dialer_config.DialerConfig(isMaintainance=False, outbound_obey_work_hours=True, retry_pattern=(4,),
                                    retry_seconds=3600, max_tries=20, work_start=time(9), work_end=time(21),
                                    disposed_priority_id=3)
     return campaign_settings.calendar_of(campaign_settings.check(settings), floor)
@@ -69,7 +74,7 @@ def test_a_calendar_opens_by_day_of_the_week_with_breaks_restricted_dates_and_it
 
 
 def test_a_calendar_without_open_hours_keeps_the_floors_window_across_midnight():
-    floor = dialstate.DialerConfig(isMaintainance=False, outbound_obey_work_hours=True, retry_pattern=(4,),
+    floor = dialer_config.DialerConfig(isMaintainance=False, outbound_obey_work_hours=True, retry_pattern=(4,),
                                    retry_seconds=3600, max_tries=20, work_start=time(21), work_end=time(3),
                                    disposed_priority_id=3)
     cal = campaign_settings.calendar_of(campaign_settings.check(
@@ -294,7 +299,7 @@ def test_the_sweep_tells_of_each_personal_callback_past_its_own_campaigns_fallba
             " callback_agent_id = 501 WHERE oli_id = %s", NOW - timedelta(minutes=minutes_ago), oli_id)
 
     def tell(conn):
-        return lead_events.fallen_back(conn, NOW, dialstate.load_config(conn), TZ)
+        return lead_events.fallen_back(conn, NOW, dialer_config.load_config(conn), TZ)
 
     assert run(tell) == 2
     assert run(tell) == 0
@@ -397,13 +402,13 @@ def test_a_campaigns_config_asked_for_another_campaign_answers_that_ones_over_th
     """config.of is the same from the floor and from a campaign's config: settings never compound."""
     set_campaign(run, "credit_card", retry_seconds=600, max_tries=5)
     set_campaign(run, "home_loan", retry_seconds=1200)
-    config = run(dialstate.load_config)
+    config = run(dialer_config.load_config)
     card = config.of("credit_card")
     assert (card.retry_seconds, card.max_tries) == (600, 5)
     assert card.of("home_loan") is config.of("home_loan")
     assert (card.of("home_loan").retry_seconds, card.of("home_loan").max_tries) == (1200, 20)
     assert card.of("gold_loan") is config and config.of("credit_card") is card
-    assert run(dialstate.load_config) is config, "the same floor and generation: the same object"
+    assert run(dialer_config.load_config) is config, "the same floor and generation: the same object"
 
 
 def test_each_campaign_holds_predictive_claims_by_its_own_abandon_period_and_limit(run, new_lead, floor_agent, sql):

@@ -5,7 +5,7 @@ nothing however many of their leads are due first.
 lead-intake-api.md "Claim and retry rules" 1-3 (due times, claim order: due Callback, Pending,
 Abandoned, Not Connected); decisions.md D2 (now is the service clock's). The candidates are read
 from the generated columns claim_bucket and claim_due, so the grid below holds those columns to
-dialstate.is_due for every status, reservation, mark and due time an engine could leave in a row.
+transitions.is_due for every status, reservation, mark and due time an engine could leave in a row.
 """
 
 import itertools
@@ -20,7 +20,10 @@ import pytest
 from conftest import TZ
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import claims, dialstate, dnc
+from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import transitions
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 STATUSES = ("Pending", "Callback", "Calling", "Received", "Not Connected", "Disposed", "Rejected", "Abandoned")
@@ -59,13 +62,13 @@ def no_memory(monkeypatch):
 @pytest.mark.parametrize("read", ["window off", "head", "zone by zone"])
 def test_the_candidates_are_every_due_unlisted_unreserved_lead_in_claim_order(sql, grid, callbacks_open, read,
                                                                              monkeypatch):
-    config = dialstate.load_config(sql.conn)
+    config = dialer_config.load_config(sql.conn)
     # Callbacks wait for the work window when outbound_obey_work_hours = 1 (rule 2): NOW is outside 11-12.
     config = replace(config, outbound_obey_work_hours=not callbacks_open, work_start=time(11), work_end=time(12))
     zones = None if read == "window off" else (0, ZONE)
     if read == "zone by zone":
         monkeypatch.setattr(claims, "_by_zone", {"grid": (0, ZONE)})
-    expected = sorted((row for row in grid if dialstate.is_due(row, NOW, config) and not row["do_not_call"]),
+    expected = sorted((row for row in grid if transitions.is_due(row, NOW, config) and not row["do_not_call"]),
                       key=claim_order_key)
     assert expected and {row["dial_status"] for row in expected} == set(CLAIM_ORDER) - ({"Callback"} - (
         {"Callback"} if callbacks_open else set()))
@@ -77,8 +80,8 @@ def test_the_candidates_are_every_due_unlisted_unreserved_lead_in_claim_order(sq
 @pytest.mark.parametrize("by_zone", [{}, {"grid": (0, ZONE)}])
 def test_a_read_cut_at_its_window_says_so(sql, grid, monkeypatch, by_zone):
     monkeypatch.setattr(claims, "_by_zone", by_zone)
-    config = dialstate.load_config(sql.conn)
-    expected = sorted((row for row in grid if dialstate.is_due(row, NOW, config) and not row["do_not_call"]),
+    config = dialer_config.load_config(sql.conn)
+    expected = sorted((row for row in grid if transitions.is_due(row, NOW, config) and not row["do_not_call"]),
                       key=claim_order_key)
     ids, complete = claims._candidates(sql.conn, [("grid", [])], NOW, config, 3, (0, ZONE))
     assert len(ids) >= 3 and not complete

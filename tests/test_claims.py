@@ -3,15 +3,20 @@ redial and reopen rows of "States and transitions"."""
 
 import dataclasses
 import itertools
-import threading
 import json
+import threading
 from datetime import datetime, time, timedelta
 
 import pytest
 
 from conftest import TZ, cli
-from dialerapi.rules import claims, dialstate
 from dialerapi.plumbing.db import get_db
+from dialerapi.rules.agents import availability
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.core import vocabulary
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate, transitions
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 
@@ -193,7 +198,7 @@ def test_concurrent_claims_never_share_a_lead(app, floor_agent, lead_in, sql):
                     if row is None:
                         return
                     got.append(row["oli_id"])
-                    db.run(claims.set_availability, agent_id, ami_idle=True)
+                    db.run(agents.set_availability, agent_id, ami_idle=True)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -246,7 +251,7 @@ def test_named_claims_refuse_live_unknown_and_maintenance(run, floor_agent, lead
     make_live("LIVE")
     with pytest.raises(claims.NotClaimable, match="lead_in_flight"):
         run(claims.claim_lead, 501, "LIVE", NOW, "redial")
-    with pytest.raises(dialstate.UnknownLead):
+    with pytest.raises(vocabulary.UnknownLead):
         run(claims.claim_lead, 501, "GHOST", NOW, "redial")
     lead_in("R", "Received")
     sql("UPDATE sales_dialer_config SET isMaintainance = 1")
@@ -264,7 +269,7 @@ def test_predictive_calls_the_customer_first_then_bridges_a_free_skilled_agent(r
     lead_in("HL")
     row = run(claims.claim_predictive, NOW)
     assert row["oli_id"] == "HL" and row["dial_status"] == "Calling"
-    assert run(claims.bridge, "HL", NOW) == 503, "skill home_loan and priority 2 allowed"
+    assert run(agents.bridge, "HL", NOW) == 503, "skill home_loan and priority 2 allowed"
     assert sql.one("SELECT ami_idle FROM sales_agents WHERE id = 503")["ami_idle"] == 0
 
 
@@ -274,8 +279,8 @@ def test_predictive_holds_when_nobody_is_free_and_abandons_when_the_customer_han
     lead_in("B")
     run(claims.claim_predictive, NOW)
     run(claims.claim_predictive, NOW)
-    assert run(claims.bridge, "A", NOW) == 501
-    assert run(claims.bridge, "B", NOW) is None, "the call holds"
+    assert run(agents.bridge, "A", NOW) == 501
+    assert run(agents.bridge, "B", NOW) is None, "the call holds"
     run(dialstate.settle, "B", "abandoned", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     row = sql.lead("B")
     assert row["dial_status"] == "Abandoned" and row["next_retry_at"] == NOW + timedelta(seconds=3600)
@@ -331,7 +336,7 @@ def test_skills_and_priorities_of_the_free_agents(run, floor_agent, sql):
 
 def test_who_is_free_for_a_predictive_claim_is_unavailable_reason_for_every_agent_state(run, sql):
     """free_skills judges availability in SQL, for one row per skill however many agents: it must
-    say what dialstate.unavailable_reason says (claim rule 1), for every combination of the columns."""
+    say what availability.unavailable_reason says (claim rule 1), for every combination of the columns."""
     combinations = list(itertools.product((0, 1), (None, "", "BREAK"), (0, 1),
                                           (None, NOW - timedelta(seconds=1), NOW, NOW + timedelta(seconds=1)), (0, 1)))
     for n, (panel, pause, idle, wrapup, blocked) in enumerate(combinations):
@@ -341,7 +346,7 @@ def test_who_is_free_for_a_predictive_claim_is_unavailable_reason_for_every_agen
         sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (%s, %s)", 600 + n, f"skill_{n:03d}")
     agents = sql("SELECT * FROM sales_agents ORDER BY id")
     for ahead in (False, True):
-        expected = [f"skill_{agent['id'] - 600:03d}" for agent in agents if dialstate.unavailable_reason(
+        expected = [f"skill_{agent['id'] - 600:03d}" for agent in agents if availability.unavailable_reason(
             {**agent, **({"ami_idle": 1, "wrapup_until": None} if ahead else {})}, NOW) is None]
         assert [skill for skill, _ in run(claims.free_skills, NOW, ahead=ahead)] == expected, ahead
         assert 0 < len(expected) < len(combinations)
@@ -356,9 +361,9 @@ def test_a_dial_ahead_claim_counts_agents_on_a_call_or_in_wrap_up_but_never_paus
     with pytest.raises(claims.NotClaimable, match="^no_free_agent$"):
         run(claims.claim_predictive, NOW)
     assert {run(claims.claim_predictive, NOW, ahead=True)["oli_id"] for _ in range(2)} == {"HL", "CC"}
-    assert run(claims.bridge, "HL", NOW) is None, "the customer holds until an agent comes free"
+    assert run(agents.bridge, "HL", NOW) is None, "the customer holds until an agent comes free"
     sql("UPDATE sales_agents SET ami_idle = 1 WHERE id = 501")
-    assert run(claims.bridge, "HL", NOW) == 501
+    assert run(agents.bridge, "HL", NOW) == 501
 
     lead_in("HL2")
     sql("UPDATE sales_agents SET ami_idle = 0, pause_code = 'tea' WHERE id = 501")
@@ -370,7 +375,7 @@ def test_a_dial_ahead_claim_counts_agents_on_a_call_or_in_wrap_up_but_never_paus
 
 # --- the retry schedule ---------------------------------------------------------------------------------
 
-CONFIG = dialstate.DialerConfig(
+CONFIG = dialer_config.DialerConfig(
     isMaintainance=False, outbound_obey_work_hours=False, retry_pattern=(4, 4, 3, 2, 1, 1, 1, 1, 1, 1, 1),
     retry_seconds=3600, max_tries=20, work_start=time(9), work_end=time(21), disposed_priority_id=3,
 )
@@ -403,13 +408,13 @@ def at(day, hour, minute=0):
     (at(0, 12), at(0, 10), 9, at(2, 9)),
 ])
 def test_retry_schedule(now, first, call_count, expected):
-    assert dialstate.retry_after_no_answer(now, first, call_count, CONFIG, TZ) == expected
+    assert transitions.retry_after_no_answer(now, first, call_count, CONFIG, TZ) == expected
 
 
 def test_days_past_the_pattern_allow_its_last_value():
-    assert dialstate.attempts_allowed(CONFIG, 10) == 20
-    assert dialstate.attempts_allowed(CONFIG, 12) == 22
-    assert dialstate.attempts_allowed(dataclasses.replace(CONFIG, retry_pattern=()), 0) == 20, "max_tries on day one"
+    assert transitions.attempts_allowed(CONFIG, 10) == 20
+    assert transitions.attempts_allowed(CONFIG, 12) == 22
+    assert transitions.attempts_allowed(dataclasses.replace(CONFIG, retry_pattern=()), 0) == 20, "max_tries on day one"
 
 
 @pytest.mark.clock

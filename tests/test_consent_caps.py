@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from conftest import TZ, add_contact_attempts, contact_attempts, progressive_claims_at_once, utc_naive
-from dialerapi.rules import claims, dialstate
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 NEW_YORK = "+1 212 202 {:04d}"

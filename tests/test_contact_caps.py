@@ -11,10 +11,21 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import (ENGINE_SECRET, ROOT, TZ, add_contact_attempts, cli, contact_attempts, progressive_claims_at_once,
-                      utc_naive)
-from dialerapi.rules import claims, contact_caps, dialstate, floor
-from dialerapi.rules.us_area_codes import AREA_CODES
+from conftest import (
+    ENGINE_SECRET,
+    ROOT,
+    TZ,
+    add_contact_attempts,
+    cli,
+    contact_attempts,
+    progressive_claims_at_once,
+    utc_naive,
+)
+from dialerapi.rules.compliance import places
+from dialerapi.rules.compliance.us_area_codes import AREA_CODES
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate
+from dialerapi.rules.views import floor
 from dialerapi.upkeep import jobs
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
@@ -46,12 +57,12 @@ def claim(run, agent_id=501, now=NOW):
 
 def test_regions_come_from_phonenumbers_area_codes():
     """Item 1: a US state by its area codes (phonenumbers' geocoding data), a country by its code."""
-    assert contact_caps.regions_of(FLORIDA_E164) == {"US", "US-FL"}
-    assert contact_caps.regions_of(14052021234) == {"US", "US-OK"}
-    assert contact_caps.regions_of(18132021234) == {"US", "US-FL"}  # Tampa: another Florida area code
-    assert contact_caps.regions_of(12122021234) == {"US", "US-NY"}
-    assert contact_caps.regions_of(442079460958) == {"GB"}
-    assert contact_caps.regions_of(14162021234) == {"CA"}
+    assert places.regions_of(FLORIDA_E164) == {"US", "US-FL"}
+    assert places.regions_of(14052021234) == {"US", "US-OK"}
+    assert places.regions_of(18132021234) == {"US", "US-FL"}  # Tampa: another Florida area code
+    assert places.regions_of(12122021234) == {"US", "US-NY"}
+    assert places.regions_of(442079460958) == {"GB"}
+    assert places.regions_of(14162021234) == {"CA"}
 
 
 def test_the_area_code_table_is_phonenumbers_own_data():
@@ -70,12 +81,12 @@ def test_area_codes_named_only_by_longer_prefixes_are_in_the_table():
     states counts for both."""
     assert {code: AREA_CODES.get(code) for code in (203, 310, 713, 718)} == {
         203: ("CT",), 310: ("CA",), 713: ("TX",), 718: ("NY",)}
-    assert contact_caps.regions_of(17135550123) == {"US", "US-TX"}
-    assert contact_caps.regions_of(13105550123) == {"US", "US-CA"}
+    assert places.regions_of(17135550123) == {"US", "US-TX"}
+    assert places.regions_of(13105550123) == {"US", "US-CA"}
     split = {code: states for code, states in AREA_CODES.items() if len(states) > 1}
     assert split and all(len(states) == 2 for states in split.values())
     code, states = next(iter(split.items()))
-    assert contact_caps.regions_of(int(f"1{code}5550123")) == {"US", *(f"US-{state}" for state in states)}
+    assert places.regions_of(int(f"1{code}5550123")) == {"US", *(f"US-{state}" for state in states)}
 
 
 def test_presets_are_shipped_off_and_the_commands_list_enable_and_disable_them(database_url, command, sql):

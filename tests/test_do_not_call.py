@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SECRET, TZ, cli, faketime, aware
-from dialerapi.rules import claims, dialstate, phones
+from conftest import ROOT, SECRET, TZ, aware, cli, faketime
+from dialerapi.rules.compliance import phones
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 PHONE = "+91 98765 43210"

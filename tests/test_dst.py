@@ -11,9 +11,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from conftest import make_app
-from dialerapi.rules import agents, claims, dialstate
-from dialerapi.upkeep import jobs
 from dialerapi.plumbing.db import get_db
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate
+from dialerapi.upkeep import jobs
 
 pytestmark = pytest.mark.clock
 
@@ -94,7 +96,7 @@ def test_a_repeated_callback_time_is_its_first_occurrence(ny, sql, frozen_clock)
     response = ny.post("/api/pending-callbacks", {"oliId": "TWICE", "scheduledAt": "2026-11-01 01:30"})
     assert response.get_json()["pending"]["scheduled_at"] == "2026-11-01 01:30:00"
     ny.run(agents.save_agent, 501, "4501", "Agent", ["home_loan"], [])
-    ny.run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+    ny.run(agents.set_availability, 501, panel_active=True, ami_idle=True)
     # Due at the first 01:30 (05:30 UTC), not a second earlier.
     assert ny.run(claims.claim_next, 501, wall(utc(2026, 11, 1, 5, 29, 59))) is None
     assert ny.run(claims.claim_next, 501, wall(utc(2026, 11, 1, 5, 30)))["oli_id"] == "TWICE"
@@ -114,7 +116,7 @@ def test_iso_times_with_an_offset_across_a_change(ny, sql, frozen_clock, sent, s
     ny.post("/api/send-callback-request", {"oliId": "ISO", "scheduledAt": sent})
     assert sql.lead("ISO")["callback_scheduled_at"] == stored
     ny.run(agents.save_agent, 501, "4501", "Agent", ["home_loan"], [])
-    ny.run(claims.set_availability, 501, panel_active=True, ami_idle=True)
+    ny.run(agents.set_availability, 501, panel_active=True, ami_idle=True)
     assert ny.run(claims.claim_next, 501, wall(claimable_from - timedelta(seconds=1))) is None
     assert ny.run(claims.claim_next, 501, wall(claimable_from))["oli_id"] == "ISO"
 

@@ -11,9 +11,9 @@ import requests
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, make_app, shell_env, start_gunicorn
 from dialerapi.plumbing import config
-from dialerapi.rules import engine
-from dialerapi.upkeep import jobs
 from dialerapi.plumbing.db import queries
+from dialerapi.rules.dialing import engine
+from dialerapi.upkeep import jobs
 
 NOW = DEFAULT_NOW
 ENGINE_PATHS = ("/engine/claim", "/engine/bridge", "/engine/call-connected", "/engine/settle", "/engine/agent-state")

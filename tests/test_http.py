@@ -112,7 +112,7 @@ def test_chunked_body_under_the_limit_is_accepted(live_server, sql):
 
 def test_unexpected_errors_are_500_internal_error_without_details(database_url, auth, monkeypatch):
     from conftest import make_app
-    from dialerapi.rules import leads
+    from dialerapi.rules.leads import push as leads
 
     def explode(conn, *args):
         raise RuntimeError("SELECT secret FROM somewhere; password=hunter2")

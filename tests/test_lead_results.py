@@ -12,14 +12,22 @@ from datetime import timedelta
 
 import pymysql
 import pytest
+from test_busy_floor import at_once
+from test_settle import settle  # noqa: F401 - the fixture: settle(oli_id, outcome, now=NOW, **kwargs)
 
 from conftest import DEFAULT_NOW, ROOT, TZ, cli, connect_params, own_number, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import actions, agents, campaigns, claims, dialstate, dnc, lead_events
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.core import vocabulary
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.events import lead_events
+from dialerapi.rules.leads import dialstate, transitions
 from dialerapi.upkeep import jobs
 from dialerapi.web import agent_tokens
-from test_busy_floor import at_once
-from test_settle import settle  # noqa: F401 - the fixture: settle(oli_id, outcome, now=NOW, **kwargs)
 
 NOW = DEFAULT_NOW
 
@@ -85,7 +93,7 @@ def test_the_last_try_tells_of_the_call_then_of_the_dialer_giving_up(settle, liv
     events = events_of(feed)
     assert [e["type"] for e in events] == ["lead.call_ended", "lead.disposed"]
     assert events[1]["data"]["reason"] == "max_tries" and events[1]["data"]["held"] is False
-    assert events[1]["data"]["disposeRemark"] == dialstate.MAX_TRIES_REMARK == sql.lead("OLI-1")["disposeRemark"]
+    assert events[1]["data"]["disposeRemark"] == transitions.MAX_TRIES_REMARK == sql.lead("OLI-1")["disposeRemark"]
     assert events[1]["data"]["lead"]["dial_status"] == "Disposed"
 
 
@@ -204,7 +212,7 @@ def test_a_personal_callback_past_its_fallback_is_told_once(new_lead, sql, feed,
         " callback_agent_id = 501 WHERE oli_id = 'OLI-1'", due)
 
     def tell(conn):
-        return lead_events.fallen_back(conn, NOW, dialstate.load_config(conn), TZ)
+        return lead_events.fallen_back(conn, NOW, dialer_config.load_config(conn), TZ)
 
     assert run(tell) == 1
     assert run(tell) == 0
@@ -226,9 +234,9 @@ def test_an_owner_leaving_the_roster_tells_of_their_callbacks(new_lead, sql, fee
 
 def test_a_settle_that_fails_leaves_no_event(settle, live_lead, sql):
     live_lead()
-    with pytest.raises(dialstate.UnknownAgent):
+    with pytest.raises(vocabulary.UnknownAgent):
         settle("OLI-1", "answered", agent_id=999)
-    with pytest.raises(dialstate.StaleReservation):
+    with pytest.raises(vocabulary.StaleReservation):
         settle("OLI-1", "answered", reservation_id="R-other")
     assert sql("SELECT * FROM dialerapi_lead_events") == []
 
@@ -434,7 +442,7 @@ def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, 
                                                 "callbackAgentId": 501, "remarks": "after salary"}, headers=auth)
     settle("OLI-2", "answered", agent_id=501)
     sql("UPDATE sales_master SET callback_scheduled_at = %s WHERE oli_id = 'OLI-2'", NOW - timedelta(minutes=40))
-    run(lambda conn: lead_events.fallen_back(conn, NOW, dialstate.load_config(conn), TZ))
+    run(lambda conn: lead_events.fallen_back(conn, NOW, dialer_config.load_config(conn), TZ))
     live_lead("OLI-3")
     run(dialstate.release, "OLI-3", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     client.post("/api/pending-dispositions", json={"oliId": "OLI-3", "reason": "DND"}, headers=auth)
@@ -490,10 +498,10 @@ def test_every_outcome_reads_back_by_its_settle_name(live_lead, settle, make_liv
     """The lead read's `outcome` is written by the database (lead_events.sql read_lead): it names
     each result as settle's outcomes do (states.OUTCOMES)."""
     live_lead()
-    for n, outcome in enumerate(dialstate.OUTCOMES):
+    for n, outcome in enumerate(vocabulary.OUTCOMES):
         if n:
             make_live("OLI-1")
         settle("OLI-1", outcome)
     calls = client.get("/api/leads/OLI-1?limit=200", headers=auth).get_json()["calls"]
     assert [(c["outcome"], c["result"]) for c in reversed(calls)] == [
-        (outcome, result) for outcome, (_, result) in dialstate.OUTCOMES.items()]
+        (outcome, result) for outcome, (_, result) in vocabulary.OUTCOMES.items()]

@@ -12,10 +12,12 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, TZ, cli, make_app
-from dialerapi.rules import actions, dialstate
 from dialerapi.plumbing import clock
-from dialerapi.upkeep import jobs
 from dialerapi.plumbing.db import get_db
+from dialerapi.rules.core import vocabulary
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.leads import dialstate
+from dialerapi.upkeep import jobs
 
 NOW = DEFAULT_NOW
 LEASE = timedelta(hours=4)
@@ -193,7 +195,7 @@ def test_settles_and_sweeps_racing_on_expired_reservations_end_each_call_once(ap
                 get_db().run(dialstate.settle, name, "answered", later, tz=TZ, grace_minutes=10,
                              release_retry_ms=60000, agent_id=501, reservation_id=f"res-{name}")
             outcomes[name] = "settled"
-        except dialstate.StaleReservation:
+        except vocabulary.StaleReservation:
             outcomes[name] = "refused"
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

@@ -12,12 +12,13 @@ from datetime import datetime, timedelta
 
 import pymysql
 import pytest
+from test_migration_dnc import apply_until, apply_while_serving, roll_back
 
 from conftest import TZ, make_app
-from test_migration_dnc import apply_until, apply_while_serving, roll_back
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
-from dialerapi.rules import dialstate, floor
+from dialerapi.rules.leads import dialstate
+from dialerapi.rules.views import floor
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
 # Over 10 s each with its populated floor (issue #63): make faults runs them, not make test.

@@ -14,13 +14,14 @@ from zoneinfo import ZoneInfo
 
 import pymysql
 import pytest
-
-from conftest import TZ
 from test_migration_campaigns import NOW, claim_0022, floor_0022, reserved  # noqa: F401 - the fixture
 from test_migration_claim_gates import lead_columns
 from test_migration_dnc import apply_until, apply_while_serving, roll_back_through
+
+from conftest import TZ
 from dialerapi.plumbing import migrate
-from dialerapi.rules import calling_rules, claims
+from dialerapi.rules.compliance import calling_rules
+from dialerapi.rules.dialing import claims
 
 CHICAGO = ZoneInfo("America/Chicago")
 # A Sunday noon in Louisiana, as wall-clock DB_TIMEZONE.

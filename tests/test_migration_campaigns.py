@@ -13,12 +13,13 @@ from datetime import datetime
 
 import pymysql
 import pytest
+from test_migration_dnc import apply_until, apply_while_serving, roll_back_through
 
 from conftest import TZ
-from test_migration_dnc import apply_until, apply_while_serving, roll_back_through
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect
-from dialerapi.rules import campaigns, claims
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.dialing import claims
 
 NOW = datetime(2026, 11, 23, 10, 0, 0)
 AGENTS = 200

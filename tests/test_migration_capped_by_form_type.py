@@ -9,11 +9,11 @@ every migration).
 from datetime import date, datetime
 
 import pytest
-
 from test_migration_dnc import apply_until, apply_while_serving, roll_back
+
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import contact_caps
+from dialerapi.rules.compliance import contact_caps
 
 DAY = date(2026, 11, 21)
 AT = datetime(2026, 11, 21, 4, 30)

@@ -10,12 +10,13 @@ what they are for; decisions.md D1: a fresh database and an upgraded one end ide
 
 import pymysql
 import pytest
-
-from conftest import TZ
 from test_migration_campaigns import NOW, claim_0022, floor_0022, reserved  # noqa: F401 - the fixture
 from test_migration_dnc import apply_until, apply_while_serving, roll_back_through
+
+from conftest import TZ
 from dialerapi.plumbing import migrate
-from dialerapi.rules import campaigns, claims
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.dialing import claims
 
 
 def lead_columns(conn):

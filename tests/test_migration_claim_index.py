@@ -12,9 +12,11 @@ import uuid
 import pymysql
 import pytest
 from test_migration_dnc import CANDIDATES_0012, NOW, apply_until, roll_back
+
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import claims, dialstate
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
 # Over 10 s each with its populated floor (issue #63): make faults runs them, not make test.
@@ -95,7 +97,7 @@ def test_0013_on_a_populated_floor_keeps_every_lead_and_the_previous_release_ser
         assert candidates_0012(cur) == before
     conn.commit()
     # This release reads the new indexes, without sorting, and the same leads in the same order.
-    config = dialstate.load_config(conn)
+    config = dialer_config.load_config(conn)
     common = {"part": 0, "form_type": "home_loan", "now": NOW, "callbacks_open": True, "all_priorities": True,
               "priorities": (0,), "max_rows": 40, "fallback_never": False, "fallback_edge": NOW}
     for query, params, index in ((queries.due_candidates, {"any_zone": False, "zone_ids": (0, 1)}, "ix_claim_due"),

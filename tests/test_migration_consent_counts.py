@@ -14,15 +14,15 @@ from datetime import datetime, timedelta
 
 import pymysql
 import pytest
-
-from conftest import TZ, utc_naive
 from test_migration_calling_rules import floor_0024  # noqa: F401 - the fixture
 from test_migration_campaigns import NOW, claim_0022, floor_0022, reserved  # noqa: F401 - the fixture
 from test_migration_dnc import apply_until, apply_while_serving, roll_back_through
-from dialerapi.plumbing import migrate
-from dialerapi.rules import claims
 
-# The 0025 release's statements of a number's attempts (rules.contact_caps, sql/contact_caps.sql),
+from conftest import TZ, utc_naive
+from dialerapi.plumbing import migrate
+from dialerapi.rules.dialing import claims
+
+# The 0025 release's statements of a number's attempts (rules.compliance.contact_caps, sql/contact_caps.sql),
 # and its reading of them: every entry [epoch, form_type, reservation_id].
 ATTEMPTS_0025 = "SELECT version, attempts FROM dialerapi_contact_numbers WHERE phone_e164 = %s"
 WRITE_0025 = ("UPDATE dialerapi_contact_numbers SET version = version + 1, attempts = %s, last_at_utc = %s"

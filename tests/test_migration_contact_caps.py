@@ -12,12 +12,13 @@ from datetime import datetime
 
 import pymysql
 import pytest
+from test_migration_dnc import apply_until, apply_while_serving, roll_back
 
 from conftest import TZ, make_app
-from test_migration_dnc import apply_until, apply_while_serving, roll_back
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
-from dialerapi.rules import claims, dialstate
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate
 
 # Over 10 s each with its populated floor (issue #63): make faults runs them, not make test.
 pytestmark = [pytest.mark.slow, pytest.mark.long]

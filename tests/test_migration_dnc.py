@@ -18,8 +18,11 @@ from yoyo import get_backend, read_migrations
 from conftest import SECRET, TZ, cli, make_app, set_clock
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
-from dialerapi.rules import claims, compliance, dialstate, dnc
-from dialerapi.rules import leads as leads_rules
+from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import push as leads_rules
 from dialerapi.upkeep import jobs
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
@@ -269,13 +272,13 @@ def test_pushes_racing_the_backfill_leave_every_lead_s_facts_those_of_its_phone(
             db = get_db()
             gate.wait()
             for start in range(0, len(leads), 500):
-                db.run(lambda c: leads_rules.push_leads(c, leads[start:start + 500], NOW, TZ, dialstate.load_config(c)))
+                db.run(lambda c: leads_rules.push_leads(c, leads[start:start + 500], NOW, TZ, dialer_config.load_config(c)))
 
     def backfill(_):
         with app.app_context():
             db = get_db()
             gate.wait()
-            while db.run(lambda c: compliance.work_out_leads(c, dialstate.load_config(c), max_rows=500)):
+            while db.run(lambda c: compliance.work_out_leads(c, dialer_config.load_config(c), max_rows=500)):
                 pass
 
     with ThreadPoolExecutor(16) as pool:

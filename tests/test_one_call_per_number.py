@@ -3,7 +3,7 @@ at once. A claim of any mode but inbound passes over a lead whose number (its E.
 sales_master.phone_e164) is live through another lead; a redial of one answers 409 not_claimable
 `number_in_call` with the live lead's oli_id (decisions.md D3); an inbound call is the customer
 calling and goes through. Claims of one number run one at a time: each writes the number's row
-of dialerapi_contact_numbers over the version it read (rules.contact_caps), so 16 claimers released
+of dialerapi_contact_numbers over the version it read (rules.compliance.contact_caps), so 16 claimers released
 at once on leads sharing a number serve exactly one (tests/galera/test_cluster.py: through two
 nodes). lead-intake-api.md "Claim and retry rules"."""
 

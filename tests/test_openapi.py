@@ -5,7 +5,8 @@ import re
 
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from dialerapi.rules import dialstate, engine
+from dialerapi.rules.core import vocabulary
+from dialerapi.rules.dialing import engine
 
 
 def test_the_document_covers_every_route_status_and_auth_header(client, app):
@@ -104,6 +105,6 @@ def test_settle_documents_started_at_and_each_outcomes_last_dial_result(client):
     assert re.fullmatch(started_at["pattern"], started_at["example"])
     assert re.fullmatch(started_at["pattern"], "2026-11-21T04:30:05Z") and "DB_TIMEZONE" in started_at["description"]
     assert not re.fullmatch(started_at["pattern"], "2026-11-21"), "date-only is refused"
-    for outcome, (_, result) in dialstate.OUTCOMES.items():
+    for outcome, (_, result) in vocabulary.OUTCOMES.items():
         assert f"`{outcome}`: " in settle["outcome"]["description"] and f"last_dial_result {result}" in settle[
             "outcome"]["description"]

@@ -3,10 +3,9 @@ once, although rows commit out of id order (ids are taken at INSERT, rows appear
 
 import pytest
 
-from outbox_race import race
-
 from dialerapi.plumbing.db import Database
-from dialerapi.rules.events import OutboxTail
+from dialerapi.rules.events.outbox import OutboxTail
+from outbox_race import race
 
 
 @pytest.mark.long

@@ -12,7 +12,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from conftest import TZ, sixteen_at_once
-from dialerapi.rules import abandons, claims, dialstate, floor, states
+from dialerapi.rules.compliance import abandons
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.core import vocabulary as states
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate, transitions
+from dialerapi.rules.views import floor
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 
@@ -41,7 +46,7 @@ def rule(sql, outcome, delay=None, most=None):
 def test_with_no_rule_every_outcome_follows_the_specification_exactly():
     """A floor that sets nothing sees no change: machine is retried as no_answer, and each outcome's
     changes equal those of a config without the issue's fields, over random moments and counts."""
-    base = states.DialerConfig(isMaintainance=False, outbound_obey_work_hours=False, retry_pattern=(4, 4, 3, 2, 1),
+    base = dialer_config.DialerConfig(isMaintainance=False, outbound_obey_work_hours=False, retry_pattern=(4, 4, 3, 2, 1),
                                retry_seconds=3600, max_tries=20, work_start=datetime.min.time().replace(hour=9),
                                work_end=datetime.min.time().replace(hour=21), disposed_priority_id=3)
     rng = random.Random(50)
@@ -49,12 +54,12 @@ def test_with_no_rule_every_outcome_follows_the_specification_exactly():
         now = datetime(2026, 11, 21) + timedelta(minutes=rng.randrange(0, 3 * 24 * 60))
         row = {"call_count": rng.randrange(0, 20), "first_attempt_at": now - timedelta(hours=rng.randrange(0, 60)),
                "next_retry_at": None, "previous_dial_status": "Pending", "callback_scheduled_at": None}
-        no_answer = states.hangup_changes(row, "no_answer", now, base, TZ)
-        machine = states.hangup_changes(row, "machine", now, base, TZ, outcome_attempts=rng.randrange(0, 9))
+        no_answer = transitions.hangup_changes(row, "no_answer", now, base, TZ)
+        machine = transitions.hangup_changes(row, "machine", now, base, TZ, outcome_attempts=rng.randrange(0, 9))
         assert {**machine, "last_dial_result": "NOANSWER"} == no_answer
         for outcome in states.RETRY_OUTCOMES:
-            assert states.hangup_changes(row, outcome, now, base, TZ, outcome_attempts=5) == \
-                states.hangup_changes(row, outcome, now, base, TZ)
+            assert transitions.hangup_changes(row, outcome, now, base, TZ, outcome_attempts=5) == \
+                transitions.hangup_changes(row, outcome, now, base, TZ)
 
 
 @pytest.mark.clock
@@ -188,7 +193,7 @@ def test_the_amd_false_positive_share_is_added_to_the_abandon_rate(run, sql, flo
         assert refused.value.reason == abandons.ABANDON_LIMIT
     else:
         assert run(claims.claim_predictive, NOW, tz=TZ)["oli_id"] == "OLI-1"
-    report = run(lambda conn: abandons.report(conn, NOW, NOW, dialstate.load_config(conn)))
+    report = run(lambda conn: abandons.report(conn, NOW, NOW, dialer_config.load_config(conn)))
     assert [(day["form_type"], day["machines"], day["rate"]) for day in report["days"]] == [
         ("home_loan", 10, rate), ("*", 10, rate)]
     assert report["highest"][0]["rate"] == rate and report["highest"][0]["over_limit"] == held

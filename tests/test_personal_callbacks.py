@@ -14,12 +14,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import requests
+from test_busy_floor import at_once
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, SECRET, TZ, cli, mint_token, start_gunicorn
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import connect, get_db, queries
-from dialerapi.rules import agents, claims, dialstate
-from test_busy_floor import at_once
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate
 from wsclient import Client
 
 NOW = DEFAULT_NOW

@@ -16,7 +16,7 @@ import phonenumbers
 import pytest
 from phonenumbers import timezone as phone_zones
 
-from dialerapi.rules import phones
+from dialerapi.rules.compliance import phones
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
 pytestmark = pytest.mark.slow

@@ -9,9 +9,11 @@ import pytest
 import requests
 
 from conftest import TZ, cli, utc_naive
-from dialerapi.rules import actions, dialstate
-from dialerapi.upkeep import jobs
 from dialerapi.plumbing.db import get_db
+from dialerapi.rules.core import vocabulary
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.leads import dialstate
+from dialerapi.upkeep import jobs
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
 
@@ -46,7 +48,7 @@ def live_lead(new_lead, make_live, sql):
 def test_settle_for_an_agent_not_on_the_roster_stores_nothing(settle, live_lead, sql, open_missed_activity):
     before = live_lead()
     open_missed_activity("OLI-1", agent_id=501)
-    with pytest.raises(dialstate.UnknownAgent):
+    with pytest.raises(vocabulary.UnknownAgent):
         settle("OLI-1", "answered", agent_id=999)
     assert sql.lead("OLI-1") == before and sql("SELECT * FROM sales_call_attempts") == []
     assert sql.one("SELECT ended_at FROM sales_missed_activities")["ended_at"] is None
@@ -184,9 +186,9 @@ def test_originate_failure_infers_the_status_when_the_engine_did_not_record_it(s
 def test_settle_requires_a_live_lead(settle, new_lead, sql):
     new_lead("OLI-1")
     before = sql.lead("OLI-1")
-    with pytest.raises(dialstate.NotLive):
+    with pytest.raises(vocabulary.NotLive):
         settle("OLI-1", "answered")
-    with pytest.raises(dialstate.UnknownLead):
+    with pytest.raises(vocabulary.UnknownLead):
         settle("ghost", "answered")
     assert sql.lead("OLI-1") == before and sql("SELECT * FROM sales_call_attempts") == []
 
@@ -387,8 +389,9 @@ def test_the_sweep_tick_records_its_run(app, held_callback, sql, frozen_clock):
 
 @pytest.mark.clock
 def test_the_scheduler_runs_the_jobs_under_gunicorn(database_url, held_callback, sql, tmp_path):
-    from conftest import start_gunicorn
     import time
+
+    from conftest import start_gunicorn
 
     engine_settles_without_telling_us(sql)
     sql("UPDATE sales_pending_actions SET created_at = %s", NOW - timedelta(minutes=2))

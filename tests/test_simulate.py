@@ -17,8 +17,10 @@ from dialerapi import simulate as sim
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.config import database_params
 from dialerapi.plumbing.db import connect
-from dialerapi.rules import actions, dialstate
-from dialerapi.simulate import engines, floor as floor_module, pacing
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.simulate import engines, pacing
+from dialerapi.simulate import floor as floor_module
 from dialerapi.simulate.report import interval, summary
 from dialerapi.simulate.sandbox import local_socket, schema_url
 
@@ -314,13 +316,13 @@ def test_the_abandon_rule_counts_the_calls_dialed_since_its_last_read(dialed_sin
 def test_a_fixed_config_is_answered_without_a_read_inside_its_block_only(run):
     """Issue #52: the simulator reads its run schema's settings once (states.fixed_config); inside
     the block load_config answers them without touching the connection, outside it reads again."""
-    stored = run(dialstate.load_config)
+    stored = run(dialer_config.load_config)
     fixed = replace(stored, max_tries=stored.max_tries + 1)
-    with dialstate.fixed_config(fixed):
-        assert dialstate.load_config(None) is fixed
-    assert run(dialstate.load_config) == stored
+    with dialer_config.fixed_config(fixed):
+        assert dialer_config.load_config(None) is fixed
+    assert run(dialer_config.load_config) == stored
     with pytest.raises(AttributeError):
-        dialstate.load_config(None)
+        dialer_config.load_config(None)
 
 
 def test_a_run_on_the_servers_host_reaches_its_schema_over_the_unix_socket(database_url, sql):

@@ -9,9 +9,10 @@ import pytest
 import requests
 
 from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, TZ, mint_token, start_gunicorn, utc_text
-from dialerapi.rules import agents, dialstate
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.leads import dialstate
 from wsclient import Client, ConnectionClosed
 
 AUTH = {"X-API-Key": SECRET}

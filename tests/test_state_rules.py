@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dialerapi.rules import calling_rules, places, state_rules
-from dialerapi.rules.calling_rules import Restriction
-from dialerapi.rules.dialer_config import DialerConfig
+from dialerapi.rules.compliance import calling_rules, places
+from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.config.dialer import DialerConfig, Restriction
 
 CHICAGO, NEW_YORK, DENVER = ZoneInfo("America/Chicago"), ZoneInfo("America/New_York"), ZoneInfo("America/Denver")
 EVERY_RULE = tuple(rule.name for rule in state_rules.RULES)

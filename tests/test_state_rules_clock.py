@@ -19,7 +19,7 @@ import pytest
 
 from conftest import TZ
 from dialerapi.plumbing import clock
-from dialerapi.rules import claims
+from dialerapi.rules.dialing import claims
 
 pytestmark = pytest.mark.clock
 

@@ -19,16 +19,29 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 from standardwebhooks.webhooks import Webhook
+from test_busy_floor import at_once
 
 import faketime
-from conftest import (DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, ROOT, SECRET, TZ, aware, cli, free_port, make_app,
-                      start_gunicorn, start_nginx)
+from conftest import (
+    DEFAULT_NOW,
+    ENGINE_SECRET,
+    MONITOR_SECRET,
+    ROOT,
+    SECRET,
+    TZ,
+    aware,
+    cli,
+    free_port,
+    make_app,
+    start_gunicorn,
+    start_nginx,
+)
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.plumbing.webhook_http import HEAD_BYTES, Refused, Sender, resolve
-from dialerapi.rules import dialstate, webhooks
+from dialerapi.rules.events import webhooks
+from dialerapi.rules.leads import dialstate
 from dialerapi.upkeep import webhooks as dispatch
-from test_busy_floor import at_once
 
 NOW = DEFAULT_NOW
 

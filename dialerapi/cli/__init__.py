@@ -11,15 +11,15 @@
     dialerapi claim --agent-id N | --predictive       reserve a lead (for the engine)
     dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
     dialerapi dnc add|remove|import|export|count   the do-not-call list
-    dialerapi caps list|enable|disable|add|remove   contact caps per phone number (issue #50)
-    dialerapi retries list|set|reset   retries per outcome (issue #50)
+    dialerapi caps list|enable|disable|add|remove   contact caps per phone number
+    dialerapi retries list|set|reset   retries per outcome
     dialerapi leads import FILE   load a CSV, Excel or JSON Lines lead list through the push's rules
     dialerapi floor          the floor per form_type for a pacing engine (agents, calls, leads due, abandons)
-    dialerapi campaigns list|show|set|pause|resume   each campaign's calendar, rules and state (issue #67)
+    dialerapi campaigns list|show|set|pause|resume   each campaign's calendar, rules and state
     dialerapi config show|set   the abandon settings (limit, period, minimum answered, connect seconds, enforcement)
     dialerapi report abandons --from DAY --to DAY   the abandon rate's compliance record per day and form_type
-    dialerapi report agents --from DAY --to DAY     the agent time report per agent and day (issue #49)
-    dialerapi report caps --from DAY --to DAY       numbers that reached a contact cap per day and cap (issue #50)
+    dialerapi report agents --from DAY --to DAY     the agent time report per agent and day
+    dialerapi report caps --from DAY --to DAY       numbers that reached a contact cap per day and cap
     dialerapi report board-token NAME   mint a supervisor token for the board (/board/) and the reports
     dialerapi webhooks add|list|disable|enable|remove|rotate-secret|test|replay|log|dispatch   the CRM's webhooks
     dialerapi simulate       play a campaign on a virtual clock in its own schema; figures with intervals

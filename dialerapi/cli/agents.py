@@ -1,4 +1,4 @@
-"""`dialerapi agents ...`: the agent roster, availability and panel tokens (issue #28)."""
+"""`dialerapi agents ...`: the agent roster, availability and panel tokens."""
 
 import csv
 
@@ -8,7 +8,8 @@ from flask import current_app
 from dialerapi.cli.base import echo_json, main, service_now
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db, queries
-from dialerapi.rules import agents, claims
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.core import vocabulary
 from dialerapi.web import agent_tokens
 
 
@@ -55,7 +56,7 @@ def agents_update(agent_id, extension, name, skills, no_skills, priorities, all_
     """Change what is given of agent AGENT_ID; skills and priorities are replaced only when given."""
     try:
         agent = get_db().run(agents.find_agent, agent_id=agent_id)
-    except agents.UnknownAgent:
+    except vocabulary.UnknownAgent:
         raise click.ClickException(f"no agent has id {agent_id}") from None
     new_skills = [] if no_skills else (list(skills) or None)
     new_priorities = [] if all_priorities else (_int_list(priorities) or None)
@@ -84,7 +85,7 @@ def agents_remove(agent_id):
     """Remove agent AGENT_ID with their skills and priorities (missed-activity history is kept)."""
     try:
         get_db().run(agents.remove_agent, agent_id, service_now())
-    except agents.UnknownAgent:
+    except vocabulary.UnknownAgent:
         raise click.ClickException(f"no agent has id {agent_id}") from None
     click.echo(f"removed agent {agent_id}")
 
@@ -95,15 +96,15 @@ def agents_remove(agent_id):
               help="Seconds the token is valid (default AGENT_TOKEN_SECONDS, at most AGENT_TOKEN_MAX_SECONDS).")
 @click.option("--json", "as_json", is_flag=True, help="Print {agent_id, token, expires_at} as JSON.")
 def agents_token(agent_id, lifetime, as_json):
-    """Mint a token for agent AGENT_ID's panel: it opens that agent's /ws and missed activities only
-    (issue #28). Prints the token (and its expiry, UTC, on stderr)."""
+    """Mint a token for agent AGENT_ID's panel: it opens that agent's /ws and missed activities only.
+    Prints the token (and its expiry, UTC, on stderr)."""
     config = current_app.config
     if lifetime is not None and lifetime > config["AGENT_TOKEN_MAX_SECONDS"]:
         raise click.BadParameter(f"at most {config['AGENT_TOKEN_MAX_SECONDS']} seconds (AGENT_TOKEN_MAX_SECONDS)",
                                  param_hint="--lifetime")
     try:
         agent = get_db().run(agents.find_agent, agent_id=agent_id)
-    except agents.UnknownAgent:
+    except vocabulary.UnknownAgent:
         raise click.ClickException(f"no agent has id {agent_id}") from None
     token, expires_at = agent_tokens.mint(config, agent["id"], lifetime)
     if as_json:
@@ -149,6 +150,6 @@ def agents_import(csv_file):
               help="The agent is in wrap-up for this many seconds from now (0: not in wrap-up).")
 def agents_state(agent_id, panel_active, ami_idle, wrapup_seconds):
     """Record what the engine knows of AGENT_ID: panel, AMI state and wrap-up (used by the claim)."""
-    get_db().run(claims.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
-                 wrapup_until=claims.wrapup_until(wrapup_seconds, service_now(), current_app.config["DB_TIMEZONE"]))
+    get_db().run(agents.set_availability, agent_id, panel_active=panel_active, ami_idle=ami_idle,
+                 wrapup_until=agents.wrapup_until(wrapup_seconds, service_now(), current_app.config["DB_TIMEZONE"]))
     click.echo(f"agent {agent_id}: state recorded")

@@ -28,7 +28,7 @@ def private_database():
     """{"DATABASE_URL": URL} of the private MariaDB `make run` leaves running, when neither the
     environment nor .env sets DATABASE_URL and this is a checkout whose scripts/devdb.sh says it is
     running (honouring DEVDB_DIR, DEVDB_PORT and DEVDB_NAME, as `make run` does); {} otherwise,
-    and the setting's own error stands (issue #41)."""
+    and the setting's own error stands."""
     if os.environ.get("DATABASE_URL") or dotenv_values(find_dotenv(usecwd=True)).get("DATABASE_URL"):
         return {}
     if not DEVDB.is_file():

@@ -1,5 +1,5 @@
 """`dialerapi rules ...`, `dialerapi restrictions ...` and `dialerapi leads why`: when may a
-customer be called (issue #68; docs/compliance/state-rules.md)."""
+customer be called (docs/compliance/state-rules.md)."""
 
 from datetime import datetime, time, timedelta
 
@@ -8,8 +8,10 @@ import click
 from dialerapi.cli.base import echo_json, main, service_now, service_tz
 from dialerapi.cli.leads import leads_group
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import calling_rules, lead_events, phones, places, state_rules
-from dialerapi.rules.states import UnknownLead
+from dialerapi.rules.compliance import calling_rules, phones, places
+from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.core.vocabulary import UnknownLead
+from dialerapi.rules.views import lead as lead_read
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -140,7 +142,7 @@ def restrictions_remove(restriction_id):
 def leads_why(oli_id, as_json):
     """Why the lead OLI_ID is not being dialed now, and when it will be."""
     try:
-        lead = get_db().run(lead_events.read_lead, oli_id, None, 1, service_tz(), service_now())["lead"]
+        lead = get_db().run(lead_read.read_lead, oli_id, None, 1, service_tz(), service_now())["lead"]
     except UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
     answer = {name: lead[name] for name in ("oli_id", "dial_status", "place", "consent", "callable")}

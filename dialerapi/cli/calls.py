@@ -6,14 +6,19 @@ from flask import current_app
 
 from dialerapi.cli.base import echo_json, log, main, service_now, service_tz
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import actions, agents, claims, dialstate, floor
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.core import vocabulary
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.leads import dialstate
+from dialerapi.rules.views import floor
 
 
 @main.command()
 @click.argument("oli_id")
-@click.argument("outcome", type=click.Choice(list(dialstate.OUTCOMES)))
+@click.argument("outcome", type=click.Choice(list(vocabulary.OUTCOMES)))
 @click.option("--agent-id", type=int, help="Employee id of the agent the call was bridged to.")
-@click.option("--call-type", type=click.Choice(dialstate.CALL_TYPES), default="outbound", show_default=True)
+@click.option("--call-type", type=click.Choice(vocabulary.CALL_TYPES), default="outbound", show_default=True)
 @click.option("--hangup-by", help="Who hung up (customer, agent, system); stored as reported.")
 @click.option("--hangup-cause", help="The telephony hangup cause, e.g. 16 or NORMAL_CLEARING.")
 @click.option("--started-at", type=click.DateTime(["%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"]),
@@ -35,11 +40,11 @@ def settle(oli_id, outcome, agent_id, call_type, hangup_by, hangup_cause, starte
             agent_id=agent_id, call_type=call_type, hangup_by=hangup_by, hangup_cause=hangup_cause,
             started_at=started_at,
         )
-    except dialstate.UnknownLead:
+    except vocabulary.UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
-    except dialstate.UnknownAgent:
+    except vocabulary.UnknownAgent:
         raise click.ClickException(f"no agent has id {agent_id}: nothing was settled") from None
-    except dialstate.NotLive:
+    except vocabulary.NotLive:
         raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): nothing to settle") from None
     _echo_end_of_call(result)
 
@@ -81,9 +86,9 @@ def release(oli_id):
             dialstate.release, oli_id, service_now(), tz=config["DB_TIMEZONE"],
             grace_minutes=config["MISSED_ACTIVITY_GRACE_MINUTES"], release_retry_ms=config["RELEASE_RETRY_MS"],
         )
-    except dialstate.UnknownLead:
+    except vocabulary.UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
-    except dialstate.NotLive:
+    except vocabulary.NotLive:
         raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): nothing to release") from None
     log.warning("reservation of %s released by hand (dialerapi release)", oli_id)
     _echo_end_of_call(result)
@@ -104,11 +109,11 @@ def call_connected(oli_id, agent_id, call_type):
     try:
         activity_id = get_db().run(agents.open_missed_activity, oli_id, agent_id, service_now(),
                                    current_app.config["DB_TIMEZONE"], call_type)
-    except dialstate.UnknownLead:
+    except vocabulary.UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
-    except agents.UnknownAgent:
+    except vocabulary.UnknownAgent:
         raise click.ClickException(f"no agent has id {agent_id}: add them with `dialerapi agents add`") from None
-    except dialstate.NotLive:
+    except vocabulary.NotLive:
         raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): no call to connect") from None
     echo_json({"missed_activity_id": activity_id})
 
@@ -145,8 +150,8 @@ def claim(agent_id, oli_id, call_type, predictive, form_type):
             row = db.run(claims.claim_next, agent_id, service_now(), tz=service_tz())
     except claims.NotClaimable as exc:
         raise click.ClickException(f"cannot claim {oli_id or 'a lead'}: {exc.reason}") from None
-    except (agents.UnknownAgent, dialstate.UnknownLead) as exc:
-        kind = "agent" if isinstance(exc, agents.UnknownAgent) else "lead"
+    except (vocabulary.UnknownAgent, vocabulary.UnknownLead) as exc:
+        kind = "agent" if isinstance(exc, vocabulary.UnknownAgent) else "lead"
         raise click.ClickException(f"unknown {kind}: {exc}") from None
     echo_json(row and {key: row[key] for key in ("id", "oli_id", "data_id", "phone_number", "form_type", "priority_id",
                                                   "dial_status", "previous_dial_status", "call_count")})
@@ -161,10 +166,10 @@ def bridge(oli_id):
     matching is free and the call holds.
     """
     try:
-        agent_id = get_db().run(claims.bridge, oli_id, service_now())
-    except dialstate.UnknownLead:
+        agent_id = get_db().run(agents.bridge, oli_id, service_now())
+    except vocabulary.UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
-    except dialstate.NotLive:
+    except vocabulary.NotLive:
         raise click.ClickException(f"lead {oli_id!r} is not live (Calling and reserved): nothing to bridge") from None
     echo_json({"agent_id": agent_id})
 
@@ -172,7 +177,7 @@ def bridge(oli_id):
 @main.command("floor")
 @click.option("--form-type", help="Only this form_type.")
 def floor_command(form_type):
-    """The floor per form_type, for pacing (issue #29): agents by state, calls reserved, leads due.
+    """The floor per form_type, for pacing: agents by state, calls reserved, leads due.
 
     Prints the JSON of POST /engine/floor (without "ok"), read in one snapshot.
     """

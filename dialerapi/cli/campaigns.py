@@ -1,6 +1,6 @@
-"""`dialerapi campaigns list|show|set|pause|resume` (issue #67): each campaign's (form_type's) calendar,
+"""`dialerapi campaigns list|show|set|pause|resume`: each campaign's (form_type's) calendar,
 rulebook and switch, with the validation the CRM's PATCH /api/campaigns/{form_type} uses
-(rules.campaign_settings). Changes are kept with the credential `cli` and told as campaign.* events.
+(rules.config.campaign_settings). Changes are kept with the credential `cli` and told as campaign.* events.
 """
 
 import json
@@ -9,7 +9,9 @@ import click
 
 from dialerapi.cli.base import echo_json, main, service_now, service_tz
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import campaign_settings, campaigns, dialstate
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.config import campaign_settings
+from dialerapi.rules.config import dialer as dialer_config
 
 CHANGED_BY = "cli"
 
@@ -25,7 +27,7 @@ def campaigns_list():
     now, tz = service_now(), service_tz()
 
     def read(conn):
-        config = dialstate.load_config(conn)
+        config = dialer_config.load_config(conn)
         return [campaigns.view(config, form_type, now, tz) for form_type in campaigns.form_types(conn, config)]
 
     for item in get_db().run(read):
@@ -42,7 +44,7 @@ def campaigns_show(form_type):
     now, tz = service_now(), service_tz()
 
     def read(conn):
-        config = dialstate.load_config(conn)
+        config = dialer_config.load_config(conn)
         campaigns.require_known(conn, config, form_type)
         return {**campaigns.view(config, form_type, now, tz), "history": campaigns.history(conn, form_type)}
 

@@ -1,11 +1,12 @@
 """`dialerapi caps ...` and `dialerapi retries ...`: contact caps per phone number and retries per
-outcome (issue #50; docs/compliance/contact-caps.md)."""
+outcome (docs/compliance/contact-caps.md)."""
 
 import click
 
 from dialerapi.cli.base import echo_json, main
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import contact_caps, outcome_retries
+from dialerapi.rules.compliance import contact_caps
+from dialerapi.rules.leads import outcome_retries
 
 
 @main.group("caps")

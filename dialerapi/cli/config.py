@@ -1,7 +1,7 @@
 """`dialerapi config show|set`: the floor settings of sales_dialer_config that an operator tunes
-without SQL, each checked before it is stored (issue #37: the abandon limit and how it is counted;
-issue #40: how long a personal callback waits for its owner; issue #41: the work hours, so the
-tour can be tried at any hour; issue #50: the answering-machine false positive share)."""
+without SQL, each checked before it is stored (the abandon limit and how it is counted;
+How long a personal callback waits for its owner; the work hours, so the
+tour can be tried at any hour; the answering-machine false positive share)."""
 
 import click
 from marshmallow import Schema, ValidationError, fields, pre_load, validates_schema
@@ -9,23 +9,24 @@ from marshmallow.validate import OneOf, Range
 
 from dialerapi.cli.base import echo_json, main
 from dialerapi.plumbing.db import get_db, queries
-from dialerapi.rules import abandons, callbacks, dialstate
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.config import ranges
 
 
 class FloorSettingsSchema(Schema):
     """The floor settings and their bounds (docs/compliance/abandon-rate.md, docs/crm/personal-callbacks.md)."""
 
     enforce_abandon_limit = fields.Boolean(required=True)
-    abandon_limit = fields.Float(required=True, validate=Range(*abandons.LIMIT_RANGE, min_inclusive=False))
-    abandon_period = fields.String(required=True, validate=OneOf(abandons.PERIODS))
+    abandon_limit = fields.Float(required=True, validate=Range(*ranges.ABANDON_LIMIT_RANGE, min_inclusive=False))
+    abandon_period = fields.String(required=True, validate=OneOf(ranges.ABANDON_PERIODS))
     abandon_min_answered = fields.Integer(required=True, strict=False, validate=Range(min=0, max=1_000_000))
-    abandon_connect_seconds = fields.Integer(required=True, validate=Range(*abandons.CONNECT_SECONDS_RANGE))
+    abandon_connect_seconds = fields.Integer(required=True, validate=Range(*ranges.ABANDON_CONNECT_SECONDS_RANGE))
     personal_callback_fallback_minutes = fields.Integer(required=True, allow_none=True,
-                                                        validate=Range(*callbacks.FALLBACK_RANGE))
+                                                        validate=Range(*ranges.FALLBACK_MINUTES_RANGE))
     # The work window (decisions.md D1), wall-clock in DB_TIMEZONE; it may cross midnight.
     work_start = fields.Time(required=True)
     work_end = fields.Time(required=True)
-    # Issue #50: the share of answering-machine outcomes taken to be live people (Ofcom).
+    # The share of answering-machine outcomes taken to be live people (Ofcom).
     amd_false_positive_share = fields.Float(required=True, validate=Range(0, 1))
 
     @validates_schema
@@ -42,7 +43,7 @@ class FloorSettingsSchema(Schema):
 
 
 def _current(conn):
-    config = dialstate.load_config(conn)
+    config = dialer_config.load_config(conn)
     schema = FloorSettingsSchema()
     return schema.dump({name: getattr(config, name) for name in schema.fields})
 

@@ -1,4 +1,4 @@
-"""`dialerapi dnc ...`: the do-not-call list (issue #30)."""
+"""`dialerapi dnc ...`: the do-not-call list."""
 
 import sys
 
@@ -7,7 +7,10 @@ import click
 from dialerapi.cli.base import main, service_now
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import compliance, dialstate, dnc, phones
+from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.compliance import phones
+from dialerapi.rules.config import dialer as dialer_config
 
 
 @main.group("dnc")
@@ -20,7 +23,7 @@ def dnc_group():
 
 
 def _region(region):
-    return (region or get_db().run(dialstate.load_config).phone_default_region).upper()
+    return (region or get_db().run(dialer_config.load_config).phone_default_region).upper()
 
 
 def _parse(texts, region):
@@ -117,7 +120,7 @@ def dnc_backfill():
     them all now, a batch per transaction, with progress on standard error. Live leads wait.
     """
     def batch(conn):
-        return compliance.work_out_leads(conn, dialstate.load_config(conn))
+        return compliance.work_out_leads(conn, dialer_config.load_config(conn))
 
     total = 0
     while done := get_db().run(batch):

@@ -1,4 +1,4 @@
-"""Lead list files for `dialerapi leads import` (issue #39): CSV, Excel .xlsx and JSON Lines, read
+"""Lead list files for `dialerapi leads import`: CSV, Excel .xlsx and JSON Lines, read
 one row at a time so a list of any length costs the same memory.
 
 Every reader yields `Row`s in file order: the row's line number (CSV: the line its record starts

@@ -1,4 +1,4 @@
-"""The work of `dialerapi leads import` (issue #39): a list file's rows, in batches, through the
+"""The work of `dialerapi leads import`: a list file's rows, in batches, through the
 lead push's own rules, every row accounted for once across interruptions.
 
 A batch is the next `batch_size` rows of the file. Its readable rows go through the push (a

@@ -1,4 +1,4 @@
-"""From a list file's columns to the push's fields (issue #39 item 2): which column feeds each field
+"""From a list file's columns to the push's fields: which column feeds each field
 of a lead (`--map FIELD=COLUMN`, else the column named as the field), which fields are constants
 (`--set FIELD=VALUE`), and which columns are left out (`--ignore COLUMN`).
 

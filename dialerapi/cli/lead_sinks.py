@@ -1,4 +1,4 @@
-"""Where `dialerapi leads import` sends a batch (issue #39 item 3): the database through
+"""Where `dialerapi leads import` sends a batch: the database through
 rules.leads.push, in this process or in worker processes; validation alone (--dry-run); or a
 remote service's POST /api/leads (--url). Each is a lead_import.Sink; a lead the push refuses is
 reported by its index with D3's details ([{field, message}])."""
@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dialerapi.cli.lead_import import ImportRefused, ImportStopped, Sink
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import leads
+from dialerapi.rules.leads import push as leads
 from dialerapi.sides.crm.schemas import load_each
 from dialerapi.web.errors import validation_details
 from dialerapi.web.fields import RequestContext

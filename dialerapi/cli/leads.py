@@ -1,5 +1,5 @@
 """`dialerapi leads import FILE`: a lead list from a CSV, Excel or JSON Lines file, through the lead
-push's rules (issue #39; docs/operations/lead-lists.md)."""
+push's rules (docs/operations/lead-lists.md)."""
 
 import json
 import os
@@ -13,7 +13,7 @@ from flask.cli import ScriptInfo
 from dialerapi.cli import lead_files, lead_import, lead_mapping, lead_sinks
 from dialerapi.cli.base import create_cli_app, main, service_now, service_tz
 from dialerapi.plumbing.db import CommitOutcomeUnknown, DatabaseUnavailable, get_db
-from dialerapi.rules import catalog
+from dialerapi.rules.leads import catalog
 
 
 class ImportFailed(click.ClickException):

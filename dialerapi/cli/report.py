@@ -1,5 +1,5 @@
-"""`dialerapi report abandons`: the abandon rate's compliance record over a range of days (issue #37);
-`dialerapi report agents`: the agent time report (issue #49); `dialerapi report board-token`: a
+"""`dialerapi report abandons`: the abandon rate's compliance record over a range of days;
+`dialerapi report agents`: the agent time report; `dialerapi report board-token`: a
 supervisor token for the board."""
 
 import csv
@@ -10,7 +10,9 @@ from flask import current_app
 from dialerapi.cli.base import echo_json, main, service_now
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import abandons, agent_states, contact_caps, dialstate
+from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.compliance import abandons, contact_caps
+from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.web import agent_tokens
 
 COLUMNS = ("day", "form_type", "calls", "answered", "abandoned", "late_connects", "machines", "rate")
@@ -41,7 +43,7 @@ def report_abandons(first_day, last_day, form_type, csv_file, as_json):
         raise click.BadParameter("the range is over ten years", param_hint="--to")
 
     def read(conn):
-        return abandons.report(conn, first_day, last_day, dialstate.load_config(conn), form_type)
+        return abandons.report(conn, first_day, last_day, dialer_config.load_config(conn), form_type)
 
     report = get_db().run(read)
     if csv_file is not None:
@@ -114,7 +116,7 @@ def report_agents(first_day, last_day, agent_id, csv_file, as_json):
               help="Seconds the token is valid (default AGENT_TOKEN_SECONDS, at most AGENT_TOKEN_MAX_SECONDS).")
 @click.option("--json", "as_json", is_flag=True, help="Print {supervisor, token, expires_at} as JSON.")
 def report_board_token(name, lifetime, as_json):
-    """Mint a supervisor token for NAME (issue #49): it opens the board (/board/#token=...), its socket
+    """Mint a supervisor token for NAME: it opens the board (/board/#token=...), its socket
     and the agent report, nothing that writes. Prints the token (and its expiry, UTC, on stderr)."""
     config = current_app.config
     if lifetime is not None and lifetime > config["AGENT_TOKEN_MAX_SECONDS"]:
@@ -142,7 +144,7 @@ CAP_COLUMNS = ("day", "cap", "form_type", "numbers", "leads_held")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def report_caps(first_day, last_day, as_csv, as_json):
     """Per floor day, contact cap and form_type: the phone numbers that reached the cap, and how
-    many times a claim held one of their leads for it (issue #50, docs/compliance/contact-caps.md)."""
+    many times a claim held one of their leads for it (docs/compliance/contact-caps.md)."""
     if last_day < first_day:
         raise click.BadParameter("--to is before --from", param_hint="--to")
     rows = [{**row, "day": f"{row['day']:%Y-%m-%d}"}

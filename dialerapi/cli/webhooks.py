@@ -1,4 +1,4 @@
-"""`dialerapi webhooks ...`: the CRM's webhook endpoints (issue #48; docs/crm/results.md)."""
+"""`dialerapi webhooks ...`: the CRM's webhook endpoints (docs/crm/results.md)."""
 
 import json
 import logging
@@ -14,7 +14,7 @@ from dialerapi.cli.base import echo_json, main, service_tz
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.plumbing.webhook_http import Refused, Sender, resolve
-from dialerapi.rules import lead_events, webhooks
+from dialerapi.rules.events import lead_events, webhooks
 from dialerapi.upkeep.keeper import die_with_parent
 from dialerapi.upkeep.webhooks import Dispatcher, utc_now
 
@@ -197,7 +197,7 @@ def webhooks_dispatch():
 def background():
     """Make this process (and the threads it starts after) background work: SCHED_IDLE, so a request
     worker or the database that wakes up takes the core from it at once, and sending never slows a
-    push, a claim or a settle (issue #48); an idle core is still used. At nice 10 it cost settle
+    push, a claim or a settle; an idle core is still used. At nice 10 it cost settle
     1.26x p99 with a healthy endpoint taking 100 events a second: the kernel (EEVDF) lets a niced
     task finish its slice before a woken one runs (docs/performance.md)."""
     try:

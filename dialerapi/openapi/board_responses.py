@@ -1,4 +1,4 @@
-"""The supervisor side's response shapes in the OpenAPI document (issue #49): the board's tiles
+"""The supervisor side's response shapes in the OpenAPI document: the board's tiles
 and rows, the agent time report, the supervisor token. Shapes for the document only, as in
 responses.py, whose engine floor the tiles extend.
 """
@@ -27,8 +27,8 @@ class BoardFormTypeSchema(FloorFormTypeSchema):
 
 
 class BoardFloorSchema(EngineFloorResponseSchema):
-    """The board's tiles (issue #49): the engine's floor, with `at` in UTC, each abandons' `level` and
-    each form_type's not-connected calls split into `ringing` and `holding` (issue #64)."""
+    """The board's tiles: the engine's floor, with `at` in UTC, each abandons' `level` and
+    each form_type's not-connected calls split into `ringing` and `holding`."""
 
     class Meta:
         exclude = ("ok",)

@@ -1,13 +1,14 @@
-"""The campaigns' operations and shapes in the OpenAPI document (issue #67; docs/crm/campaigns.md).
-The PATCH body is rules.campaign_settings' schema with every setting nullable (a JSON merge patch:
+"""The campaigns' operations and shapes in the OpenAPI document (docs/crm/campaigns.md).
+The PATCH body is rules.config.campaign_settings' schema with every setting nullable (a JSON merge patch:
 null goes back to the floor's value) and `state`."""
 
 import phonenumbers
 from marshmallow import Schema, fields
 from marshmallow.validate import OneOf
 
-from dialerapi.rules import calendars, campaigns
-from dialerapi.rules.states import RETRY_OUTCOMES
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.config import calendars
+from dialerapi.rules.core.vocabulary import RETRY_OUTCOMES
 
 WALL = {"example": "2026-11-30 09:00:00", "description": "Wall-clock DB_TIMEZONE"}
 CLOSED_REASONS = (campaigns.PAUSED, campaigns.ENDED, calendars.NOT_STARTED, calendars.FINISHED,
@@ -25,7 +26,7 @@ class CampaignChangeSchema(Schema):
 
 
 class CampaignStatusSchema(Schema):
-    """A campaign now (rules.campaigns.status): on the engine's floor and the board's tiles."""
+    """A campaign now (rules.campaigns.operations.status): on the engine's floor and the board's tiles."""
 
     form_type = fields.String(required=True, metadata={"example": "credit_card"})
     state = fields.String(required=True, validate=OneOf(campaigns.STATES))
@@ -73,7 +74,7 @@ def operations(json, error, writes, limited, common, security, supervisor_securi
     read = {"tags": ["campaigns"], "security": security + supervisor_security}
     return {
         "/api/campaigns": {"get": {
-            **read, "summary": "Every campaign (form_type) with its state, calendar and settings (issue #67)",
+            **read, "summary": "Every campaign (form_type) with its state, calendar and settings",
             "responses": {"200": json("CampaignsResponse", "In form_type order"), **limited, **common}}},
         "/api/campaigns/{form_type}": {
             "get": {**read, "summary": "One campaign with its history of changes", "parameters": [FORM_TYPE],

@@ -1,4 +1,4 @@
-"""The CRM's do-not-call operations of the OpenAPI document (issue #68 item 5)."""
+"""The CRM's do-not-call operations of the OpenAPI document."""
 
 from marshmallow import Schema, fields
 

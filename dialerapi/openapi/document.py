@@ -10,11 +10,10 @@ from importlib.metadata import PackageNotFoundError, version
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
-from dialerapi.openapi import board_responses
+from dialerapi.openapi import board_responses, responses
 from dialerapi.openapi import campaigns as campaign_document
 from dialerapi.openapi import dnc as dnc_document
-from dialerapi.openapi import responses
-from dialerapi.rules.campaign_settings import CampaignSettingsSchema
+from dialerapi.rules.config.campaign_settings import CampaignSettingsSchema
 from dialerapi.sides.agent import schemas as agent_schemas
 from dialerapi.sides.crm import schemas as crm_schemas
 from dialerapi.sides.engine import schemas as engine_schemas
@@ -45,7 +44,7 @@ RETRY_AFTER = {"Retry-After": {"description": "Seconds until the counter allows 
 COMMON = {
     "401": _error("Missing or wrong key, or a bad agent token (`reason` token_expired or invalid_token)",
                   "unauthorized"),
-    "403": _error("An agent token on a path it does not open (issue #28)", "forbidden"),
+    "403": _error("An agent token on a path it does not open", "forbidden"),
     "500": _error("Unexpected server error (no details)", "internal_error"),
 }
 WRITES = {
@@ -107,20 +106,20 @@ OPERATIONS = {
                       **UNKNOWN_OLI, **WRITES, **LIMITED, **COMMON},
     }},
     "/api/leads/{oli_id}": {"get": {
-        "tags": ["results"], "summary": "One lead as it stands and its call attempts, newest first (issue #48)",
+        "tags": ["results"], "summary": "One lead as it stands and its call attempts, newest first",
         "description": "Times are wall-clock DB_TIMEZONE. Page the calls with `cursor` (the `next` of the page "
                        "before). Shares a counter of 6,000 requests a minute per client address with GET /api/lead-events.",
         "parameters": [{"in": "path", "name": "oli_id", "required": True, "schema": {
                             "type": "string", "minLength": 1, "maxLength": 100, "pattern": shared_fields.OLI_ID_PATTERN}},
                        # The class, not its name: a name resolves through marshmallow's class registry, where
-                       # LeadReadQuery is the loader that adds the path's oli_id (issue #66).
+                       # LeadReadQuery is the loader that adds the path's oli_id.
                        {"in": "query", "schema": crm_schemas.LeadReadQueryParameters}],
         "responses": {"200": _json("LeadReadResponse", "The lead and a page of its calls"),
                       "400": _json("Error", "A bad oli_id, limit or cursor (`validation_failed`, with details)"),
                       **UNKNOWN_OLI, **LIMITED, **COMMON},
     }},
     "/api/lead-events": {"get": {
-        "tags": ["results"], "summary": "The lead events after a cursor, in commit order (issue #48)",
+        "tags": ["results"], "summary": "The lead events after a cursor, in commit order",
         "description": "Without `after`: from the oldest event kept (LEAD_EVENTS_RETENTION_DAYS). Resume with "
                        "after=next. The same events are delivered as signed webhooks (Standard Webhooks).",
         "parameters": [{"in": "query", "schema": "LeadEventsQuery"}],
@@ -130,7 +129,7 @@ OPERATIONS = {
     }},
     "/api/missed-activities": {"get": {
         "tags": ["agents"], "summary": "One agent's open missed activities (exactly one of agentId and extension)",
-        "description": "With an agent's token (issue #28) instead of WS_SECRET: that agent's only; agentId and "
+        "description": "With an agent's token instead of WS_SECRET: that agent's only; agentId and "
                        "extension may then be left out.",
         "security": SECURITY + AGENT_SECURITY,
         "parameters": [{"in": "query", "schema": "MissedActivitiesQuery"}],
@@ -143,7 +142,7 @@ OPERATIONS = {
     }},
     "/api/callbacks": {"get": {
         "tags": ["agents"], "summary": "One agent's personal callbacks (exactly one of agentId and extension)",
-        "description": "Issue #40: the callbacks the CRM filed for this agent (callbackAgentId), due in the next "
+        "description": "The callbacks the CRM filed for this agent (callbackAgentId), due in the next "
                        "24 hours or already due, as the agent's socket gets them in `dialer.callbacks`. With an "
                        "agent's token: that agent's only; agentId and extension may then be left out.",
         "security": SECURITY + AGENT_SECURITY,
@@ -167,7 +166,7 @@ OPERATIONS = {
                       **WRITES, **LIMITED, **COMMON},
     }},
     "/api/supervisor-tokens": {"post": {
-        "tags": ["supervisors"], "summary": "Mint a short-lived token for a supervisor's board (issue #49)",
+        "tags": ["supervisors"], "summary": "Mint a short-lived token for a supervisor's board",
         "description": "The token opens the board's socket (/board/ws?token=..., or /board/#token=... in a browser), "
                        "GET /api/board and GET /api/reports/agents: reads only.",
         "requestBody": {"required": True, "content": {JSON: {"schema": "SupervisorTokenRequest",
@@ -177,12 +176,12 @@ OPERATIONS = {
     }},
     "/api/board": {"get": {
         "tags": ["supervisors"], "summary": "The supervisor board's snapshot: tiles per form_type and every agent",
-        "description": "Issue #49: what /board/ws sends as `board.snapshot`. SUPERVISOR_SECRET or a supervisor token only.",
+        "description": "What /board/ws sends as `board.snapshot`. SUPERVISOR_SECRET or a supervisor token only.",
         "security": SUPERVISOR_SECURITY,
         "responses": {"200": _json("BoardResponse", "The floor now"), **LIMITED, **COMMON},
     }},
     "/api/reports/agents": {"get": {
-        "tags": ["supervisors"], "summary": "The agent time report per agent and day (issue #49)",
+        "tags": ["supervisors"], "summary": "The agent time report per agent and day",
         "description": "From the agent state history: login (panel open) time and its parts, seconds; login is the "
                        "sum of free, talk, wrap-up, blocked and pause. At most 92 days.",
         "security": SECURITY + SUPERVISOR_SECURITY,
@@ -257,7 +256,7 @@ OPERATIONS.update({
                                  "`cap` and `frees_at`), number_in_call (redial: the phone number is live through "
                                  "another lead, `oli_id_in_call`), a calling rule's reason (redial: emergency, "
                                  "state_holiday, state_sunday, state_hours, with `rule`, `source`, `note` and "
-                                 "`next_at`; issue #68; outside_calling_window carries `next_at` too) or abandon_limit (predictive: the form_type's abandon rate is at its "
+                                 "`next_at`; outside_calling_window carries `next_at` too) or abandon_limit (predictive: the form_type's abandon rate is at its "
                                  "limit, with the figures in `abandons`); `lead_in_flight` (redial, inbound); "
                                  "`idempotency_conflict`",
                         {"ok": False, "error": "not_claimable", "reason": "ami_busy"})},
@@ -346,7 +345,7 @@ SCHEMAS = {
     **campaign_document.SCHEMAS, "CampaignSettings": CampaignSettingsSchema, **dnc_document.SCHEMAS,
 }
 
-# What a body's schema says beside its fields (issue #66: the document is the contract): exactly one
+# What a body's schema says beside its fields (the document is the contract): exactly one
 # of two fields, which the schemas' own validators check.
 BODY_RULES = {
     "SendCallbackRequest": {"oneOf": [{"required": ["scheduledAt"]}, {"required": ["ScheduledAt"]}]},

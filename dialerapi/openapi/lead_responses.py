@@ -1,4 +1,4 @@
-"""The response shapes of GET /api/leads/{oli_id} (issues #48, #65, #68): the lead as it stands,
+"""The response shapes of GET /api/leads/{oli_id}: the lead as it stands,
 with why it may not be called now, and its calls (marshmallow schemas for the document only).
 """
 
@@ -15,7 +15,7 @@ class HeldByCapSchema(Schema):
 
 class PlaceSchema(Schema):
     regions = fields.List(fields.String(), required=True, metadata={
-        "description": "The regions the lead's calling rules are read for (US-LA; a country), issue #68"})
+        "description": "The regions the lead's calling rules are read for (US-LA; a country)"})
     source = fields.String(required=True, validate=OneOf(["region", "postal_code", "area_code"]), metadata={
         "description": "Which gave them: the CRM's region, its postal code, or the number's area code"})
     region = fields.String(required=True, allow_none=True, metadata={"description": "As pushed"})
@@ -48,18 +48,18 @@ class CallableSchema(Schema):
         "example": "state_holiday",
         "description": "Why not: not_due, lead_in_flight, do_not_call, campaign_paused, campaign_ended, "
                        "campaign_closed, contact_cap, emergency, state_holiday, state_sunday, state_hours, "
-                       "consent_required, outside_calling_window (issue #68; docs/compliance/state-rules.md)"})
+                       "consent_required, outside_calling_window (docs/compliance/state-rules.md)"})
     rule = fields.String(required=True, allow_none=True, metadata={"example": "us-la"})
     source = fields.String(required=True, allow_none=True, metadata={"description": "The rule's statute"})
     note = fields.String(required=True, allow_none=True, metadata={"example": "Christmas Day"})
     next_at = fields.String(required=True, allow_none=True, metadata={
         **WALL, "description": "When it will be callable, wall-clock DB_TIMEZONE; null: not foreseen"})
     predictive = fields.Nested(PredictiveCallableSchema, required=True, metadata={
-        "description": "The same for a predictive claim (issue #68: abandon_limit is a predictive claim's alone)"})
+        "description": "The same for a predictive claim (abandon_limit is a predictive claim's alone)"})
 
 
 class ResultLeadSchema(Schema):
-    """The lead of GET /api/leads/{oli_id} (issue #48)."""
+    """The lead of GET /api/leads/{oli_id}."""
 
     oli_id = fields.String(required=True)
     data_id = fields.String(required=True)
@@ -87,11 +87,11 @@ class ResultLeadSchema(Schema):
     callback_agent_id = fields.Integer(required=True, allow_none=True)
     callback_fallback_at = fields.String(required=True, allow_none=True, metadata=WALL)
     contact_cap = fields.Nested(HeldByCapSchema, required=True, allow_none=True, metadata={
-        "description": "While a claim holds the lead for a contact cap: which cap, and when it frees the number "
-                       "(issue #65); null otherwise"})
+        "description": "While a claim holds the lead for a contact cap: which cap, and when it frees the number; "
+                       "null otherwise"})
     place = fields.Nested(PlaceSchema, required=True)
     consent = fields.Nested(ConsentReadSchema, required=True, allow_none=True)
-    callable = fields.Nested(CallableSchema, required=True, metadata={"description": "Why not now (issue #68)"})
+    callable = fields.Nested(CallableSchema, required=True, metadata={"description": "Why not now"})
 
 
 class ResultCallSchema(Schema):

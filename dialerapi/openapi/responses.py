@@ -7,7 +7,7 @@ from marshmallow.validate import OneOf
 
 from dialerapi.openapi.campaigns import CampaignStatusSchema
 from dialerapi.openapi.lead_responses import WALL, ResultCallSchema, ResultLeadSchema
-from dialerapi.rules.compliance import HELD_REASONS
+from dialerapi.rules.compliance.claim_checks import HELD_REASONS
 
 
 class DetailSchema(Schema):
@@ -22,7 +22,7 @@ class AbandonWindowSchema(Schema):
     late_connects = fields.Integer(required=True, metadata={
         "description": "Answered calls whose agent came more than abandon_connect_seconds after the answer"})
     machines = fields.Integer(required=True, metadata={
-        "description": "Settles with outcome machine (answering machine detected, issue #50): neither answered nor "
+        "description": "Settles with outcome machine (answering machine detected): neither answered nor "
                        "abandoned"})
     rate = fields.Float(required=True, metadata={
         "example": 0.0125, "description": "abandoned / answered, with amd_false_positive_share of machines added to "
@@ -64,22 +64,22 @@ class ErrorSchema(Schema):
     reason = fields.String(metadata={"description": "On 409 not_claimable: why the agent or lead cannot take it; on 401 "
                                                     "for a bad agent token: token_expired or invalid_token"})
     abandons = fields.List(fields.Nested(AbandonsSchema), metadata={
-        "description": "On 409 not_claimable abandon_limit: the figures of each form_type held back (issue #37)"})
-    cap = fields.String(metadata={"description": "On 409 not_claimable contact_cap: the cap the number is at (issue #50)"})
+        "description": "On 409 not_claimable abandon_limit: the figures of each form_type held back"})
+    cap = fields.String(metadata={"description": "On 409 not_claimable contact_cap: the cap the number is at"})
     frees_at = fields.String(metadata={
         "example": "2026-11-28 10:15:00",
         "description": "On 409 not_claimable contact_cap: when the cap's window frees the number, wall-clock DB_TIMEZONE"})
     oli_id_in_call = fields.String(metadata={
-        "description": "On 409 not_claimable number_in_call: the lead whose live call the phone number is on (issue #65)"})
+        "description": "On 409 not_claimable number_in_call: the lead whose live call the phone number is on"})
     rule = fields.String(allow_none=True, metadata={
-        "example": "us-la", "description": "On 409 not_claimable for a calling rule (issue #68): the rule's name"})
+        "example": "us-la", "description": "On 409 not_claimable for a calling rule: the rule's name"})
     source = fields.String(allow_none=True, metadata={
         "description": "On 409 not_claimable for a calling rule: its statute, or the restriction's note"})
     note = fields.String(allow_none=True, metadata={
         "description": "On 409 not_claimable state_holiday: the holiday's name; emergency: the restriction's note"})
     next_at = fields.String(allow_none=True, metadata={
         "example": "2026-11-30 09:00:00",
-        "description": "On 409 not_claimable for the calling window or a calling rule (issue #68): the next moment "
+        "description": "On 409 not_claimable for the calling window or a calling rule: the next moment "
                        "they let the lead be called, wall-clock DB_TIMEZONE; null when none comes within 15 days"})
 
 
@@ -91,7 +91,7 @@ class PushResultSchema(Schema):
                                        metadata={"description": "Exactly as sent; null when omitted"})
     do_not_call = fields.Boolean(metadata={
         "enum": [True], "description": "Present (true) only when the lead's phone is on the do-not-call list: "
-        "the lead is stored as `status` says, and no claim hands it out (issue #30)"})
+        "the lead is stored as `status` says, and no claim hands it out"})
 
 
 class PushResponseSchema(Schema):
@@ -324,7 +324,7 @@ class FloorPersonalCallbacksSchema(Schema):
         "description": "Due and past fallback: any agent with the skill may take them"})
 
 
-# Issue #68: unreserved leads in the claim states each rule holds back from a progressive claim.
+# Unreserved leads in the claim states each rule holds back from a progressive claim.
 FloorLeadsHeldSchema = Schema.from_dict({reason: fields.Integer(required=True) for reason in HELD_REASONS},
                                         name="FloorLeadsHeldSchema")
 
@@ -337,16 +337,16 @@ class FloorFormTypeSchema(Schema):
     leads_due = fields.Integer(required=True, metadata={"description": "Due, unreserved leads, at most leads_due_cap"})
     leads_due_capped = fields.Boolean(required=True, metadata={"description": "At least leads_due_cap are due"})
     abandons = fields.Nested(AbandonsSchema, required=True, metadata={
-        "description": "The abandon rate per window and the limit (issue #37, docs/compliance/abandon-rate.md \"Abandon rate\")"})
+        "description": "The abandon rate per window and the limit (docs/compliance/abandon-rate.md \"Abandon rate\")"})
     personal_callbacks = fields.Nested(FloorPersonalCallbacksSchema, required=True, metadata={
-        "description": "Due personal callbacks (issue #40); leads_due counts them too"})
+        "description": "Due personal callbacks; leads_due counts them too"})
     leads_waiting_on_caps = fields.Integer(required=True, metadata={
         "description": "Unreserved leads a claim held because their phone number is at a contact cap, not yet freed "
-                       "(issue #50, docs/compliance/contact-caps.md)"})
+                       "(docs/compliance/contact-caps.md)"})
     campaign = fields.Nested(CampaignStatusSchema, required=True, metadata={
-        "description": "Its campaign now: paused, ended, or closed by its calendar until next_open_at (issue #67)"})
+        "description": "Its campaign now: paused, ended, or closed by its calendar until next_open_at"})
     leads_held = fields.Nested(FloorLeadsHeldSchema, required=True, metadata={
-        "description": "Leads each rule holds back, per reason, as counted at leads_held_counted_at (issue #68, "
+        "description": "Leads each rule holds back, per reason, as counted at leads_held_counted_at ("
                        "docs/compliance/state-rules.md)"})
 
 
@@ -371,9 +371,9 @@ class EngineFloorResponseSchema(Schema):
         "description": "When the leads_held of each form_type were counted (ISO 8601 UTC; once a minute); null "
                        "before the first count"})
     work_window = fields.Nested(FloorWorkWindowSchema, required=True, metadata={
-        "description": "The floor's work hours (issue #41): why nothing is due outside them"})
+        "description": "The floor's work hours: why nothing is due outside them"})
     floor_abandons = fields.Nested(AbandonWindowsSchema, required=True, metadata={
-        "description": "The abandon windows summed over the form_types answered (issue #37)"})
+        "description": "The abandon windows summed over the form_types answered"})
     form_types = fields.List(fields.Nested(FloorFormTypeSchema), required=True)
 
 

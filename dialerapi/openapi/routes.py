@@ -1,4 +1,4 @@
-"""GET /openapi.json (public, so Swagger UI at /docs/ can load it), and /docs to /docs/ (issue #41)."""
+"""GET /openapi.json (public, so Swagger UI at /docs/ can load it), and /docs to /docs/."""
 
 from flask import Blueprint, current_app, redirect
 
@@ -21,6 +21,6 @@ def openapi_document():
 @docs_bp.get("/docs")
 @public
 def docs_redirect():
-    """/docs -> /docs/ (Swagger UI): before issue #41 a path without its slash was 401, as every path
+    """/docs -> /docs/ (Swagger UI): a path without its slash would otherwise be 401, as every path
     the key check does not know is (web.auth)."""
     return redirect("/docs/", code=308)

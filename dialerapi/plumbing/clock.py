@@ -133,7 +133,7 @@ def format_wall_clock(moment):
 
 
 def format_utc_ms(moment):
-    """ISO 8601 UTC with milliseconds and a `Z` of an aware datetime: the board's "now" (issue #64: a
+    """ISO 8601 UTC with milliseconds and a `Z` of an aware datetime: the board's "now" (a
     timer set from a whole-second "now" at every frame ran up to a second behind, and stood still
     while frames came faster than once a second)."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -231,8 +231,8 @@ SETTINGS = {
         "The dialing engine's key for `/engine/`; must differ from `WS_SECRET`. Empty: the engine API "
         "answers 401 to everyone.", "empty (engine API closed)"),
     "MONITOR_SECRET": Setting(
-        "", _optional_secret, "The monitor's read-only key: `/health`, `/api/health` and `/metrics`, nothing else "
-        "(issue #28).", "empty (none)"),
+        "", _optional_secret, "The monitor's read-only key: `/health`, `/api/health` and `/metrics`, nothing else.",
+        "empty (none)"),
     "WS_SECRET_PREVIOUS": Setting(
         "", _optional_secret, "During a rotation, the CRM key being retired, still accepted until removed "
         "(Operations, Keys and rotation)."),
@@ -240,7 +240,7 @@ SETTINGS = {
     "MONITOR_SECRET_PREVIOUS": Setting("", _optional_secret, "The monitor key being retired, still accepted."),
     "SUPERVISOR_SECRET": Setting(
         "", _optional_secret, "The supervisor's read-only key, for a server (a wallboard's host, a BI job): "
-        "the board, its socket and the agent reports, nothing that writes (issue #49). A supervisor's browser "
+        "the board, its socket and the agent reports, nothing that writes. A supervisor's browser "
         "gets a short-lived supervisor token instead.", "empty (none)"),
     "SUPERVISOR_SECRET_PREVIOUS": Setting("", _optional_secret, "The supervisor key being retired, still accepted."),
     "AGENT_TOKEN_KEY": Setting(
@@ -257,7 +257,7 @@ SETTINGS = {
         "empty: the service's own origin"),
     "WS_ALLOW_KEY_IN_URL": Setting(
         "false", _flag,
-        "Accept `WS_SECRET` in the `/ws` URL (`?key=`, the handshake before issue #28) during a migration "
+        "Accept `WS_SECRET` in the `/ws` URL (`?key=`, the former handshake) during a migration "
         "window; every use logs a warning. Off by default: a key in a URL ends up in a browser."),
     "DB_TIMEZONE": Setting(
         "UTC", _timezone,
@@ -278,7 +278,7 @@ SETTINGS = {
     "TRUSTED_PROXIES": Setting(
         "127.0.0.1,::1", _networks,
         "Addresses or networks (CIDR) whose `X-Forwarded-For` is read at all: a client that reaches gunicorn "
-        "directly cannot choose its own rate-limit counter (issue #17)."),
+        "directly cannot choose its own rate-limit counter."),
     "AMI_HOST": Setting("", _text, "Asterisk manager interface host (empty: no AMI check)."),
     "AMI_PORT": Setting("5038", _positive_int, "Asterisk manager interface port."),
     "AMI_USERNAME": Setting("", _text, "Asterisk manager interface user."),
@@ -294,36 +294,36 @@ SETTINGS = {
     "DB_CAUSAL_READS": Setting(
         "true", _flag,
         "On a Galera cluster, every transaction first waits until its node has applied what the cluster "
-        "committed before (`wsrep_sync_wait = 1`), so a request reads another host's write (issue #19). "
+        "committed before (`wsrep_sync_wait = 1`), so a request reads another host's write. "
         "Ignored off Galera."),
     "DB_SEND_BEGIN": Setting(
         "true", _flag,
         "Open each transaction with `BEGIN`. `false` saves that round trip on a plain MariaDB: with "
-        "autocommit off the server starts the transaction at its first statement anyway (issue #52; "
+        "autocommit off the server starts the transaction at its first statement anyway ("
         "the simulator's runs set it). A Galera node always gets `BEGIN`, where causal reads wait."),
     "WS_MAX_SOCKETS": Setting(
         "2000", _positive_int,
         "The most agent sockets (`/ws`) one host (one gunicorn) holds at once; past it a new socket gets "
-        "`server_error` `at_capacity` and close 1013 (issue #27). deploy/gunicorn.conf.py sets it per pool "
+        "`server_error` `at_capacity` and close 1013. deploy/gunicorn.conf.py sets it per pool "
         "(Operations, Capacity and sizing).",
         "2000 on the socket pool; at most `GUNICORN_THREADS / 2` on the HTTP pool"),
     "WS_SEND_QUEUE_BYTES": Setting(
         "1048576", _positive_int,
         "How far one socket's client (an agent's panel, a board) may fall behind, bytes of frames queued for "
         "it; past it the socket is closed with `server_error` `too_slow` and 1013 and the client reconnects "
-        "to a fresh snapshot, so no client holds up the others (issue #64). A single larger frame (a board's "
+        "to a fresh snapshot, so no client holds up the others. A single larger frame (a board's "
         "snapshot of thousands of agents) is taken when nothing is queued."),
     "SOCKET_FANOUT_ALERT_SECONDS": Setting(
         "5", _positive_int,
         "`/health` answers 503 (`checks.agent_sockets`) when a socket host's outbox thread has not finished a "
-        "pass (a poll and its sends) for longer than this, seconds, at its last heartbeat (issue #64)."),
+        "pass (a poll and its sends) for longer than this, seconds, at its last heartbeat."),
     "WS_RETRY_AFTER_SECONDS": Setting(
         "10", _positive_int,
         "The `retry_after` a panel refused for capacity is told, seconds (it adds its own jitter)."),
     "LEAD_EVENTS_RETENTION_DAYS": Setting(
         "7", _positive_int,
         "How long the lead events feed (`GET /api/lead-events`) and the webhook delivery log keep an event, "
-        "days (issue #48); the hourly prune deletes older ones."),
+        "days; the hourly prune deletes older ones."),
     "WEBHOOK_ALLOWED_HOSTS": Setting(
         "", _host_names,
         "Webhook receivers allowed on loopback, link-local, private or metadata addresses, by host name or "
@@ -334,27 +334,26 @@ SETTINGS = {
     "WEBHOOK_BACKLOG_ALERT_SECONDS": Setting(
         "300", _positive_int,
         "`/health` answers 503 (`checks.webhooks`) when an enabled endpoint that is not failing has an event "
-        "undelivered for longer than this, seconds, or when no webhook dispatcher holds the sending lease "
-        "(issue #64)."),
+        "undelivered for longer than this, seconds, or when no webhook dispatcher holds the sending lease."),
     "WEBHOOK_RETRY_HOURS": Setting(
         "24", _positive_int,
         "How long an event is retried to an endpoint that does not answer 2xx, hours, with exponential "
         "backoff and jitter; then it is given up and the endpoint is marked failing."),
     "AGENT_STATE_RETENTION_DAYS": Setting(
         "90", _positive_int,
-        "How long the agent state history and its daily roll-ups are kept, days (issue #49): the agent "
+        "How long the agent state history and its daily roll-ups are kept, days: the agent "
         "time report reaches this far back; the hourly prune deletes older rows."),
     "BOARD_MAX_PER_TOKEN": Setting(
         "5", _positive_int,
-        "Boards one supervisor token may hold open at once on one worker process of a host (issue #64); the "
+        "Boards one supervisor token may hold open at once on one worker process of a host; the "
         "next is refused with `server_error` `too_many_boards` and close 1013, and the board retries later."),
     "BOARD_MAX_PER_SECRET": Setting(
         "20", _positive_int,
-        "Boards a server may hold open with SUPERVISOR_SECRET at once on one worker process of a host "
-        "(issue #64); past it, as BOARD_MAX_PER_TOKEN."),
+        "Boards a server may hold open with SUPERVISOR_SECRET at once on one worker process of a host; "
+        "past it, as BOARD_MAX_PER_TOKEN."),
     "BOARD_PAUSE_ALERT_SECONDS": Setting(
         "900", _positive_int,
-        "The supervisor board highlights a pause longer than this, seconds (issue #49)."),
+        "The supervisor board highlights a pause longer than this, seconds."),
     "JOBS_ENABLED": Setting(
         "true", _flag, "Background jobs (health checks, sweeps) under gunicorn; the CLI and the tests turn them off."),
 }

@@ -95,7 +95,7 @@ def connect_params(url, connect_timeout=5, io_timeout=60):
     `io_timeout` (seconds) bounds every read and write, the server's greeting included, so a hung
     server cannot hold a request forever; the default sits above InnoDB's 50 s lock wait. Over a
     Unix socket, no TLS (`ssl_disabled`): the socket never leaves the host, and PyMySQL's preferred
-    TLS loads the system's certificates for every connection, 25 ms of CPU (issue #52).
+    TLS loads the system's certificates for every connection, 25 ms of CPU.
     """
     params = database_params(url)
     return {
@@ -159,7 +159,7 @@ def connect_ready(nodes, causal_reads=True, send_begin=True, **params):
 
 def _implicit_begin():
     """BEGIN without a round trip, on a plain MariaDB with DB_SEND_BEGIN off (connect_ready): with
-    autocommit off the server starts a transaction at its first statement anyway (issue #52: BEGIN
+    autocommit off the server starts a transaction at its first statement anyway (BEGIN
     was a fifth of a simulated run's round trips). DBUtils still takes begin() as the start of a
     transaction and never replaces the connection inside one. A Galera node gets BEGIN, where
     causal reads wait. Set on the connection, not by a subclass: DBUtils finds the DB-API module
@@ -168,11 +168,11 @@ def _implicit_begin():
 
 class Literal:
     """Values escaped once, then written into any number of rows of a statement as they are: a
-    500-lead push escapes its `now` and its reset values once, not 500 times (issue #33). Connections
+    500-lead push escapes its `now` and its reset values once, not 500 times. Connections
     made by connect_ready take it (they register `_literal_sql`).
 
     `Literal(value)` stands for one value; `Literal.joined(values)` for several placeholders' worth
-    in a row, comma-separated, so that the statement has one `%s` for all of them (issue #51: PyMySQL
+    in a row, comma-separated, so that the statement has one `%s` for all of them (PyMySQL
     escapes each placeholder of each row through three calls, a third of a push's time in Python).
 
     Only values whose SQL text does not depend on the connection: None, numbers, datetimes and
@@ -368,7 +368,7 @@ def _rollback(conn):
 
 
 def _commit(conn):
-    """COMMIT; a connection lost before the reply arrived leaves the outcome unknown (issue #17)."""
+    """COMMIT; a connection lost before the reply arrived leaves the outcome unknown."""
     try:
         conn.commit()
     except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:

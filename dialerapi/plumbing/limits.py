@@ -21,18 +21,18 @@ crm_actions = limiter.shared_limit("120 per 60 seconds", scope="crm_actions")
 
 missed_activities = limiter.limit("240 per 60 seconds")
 
-# GET /api/leads/{oli_id} and GET /api/lead-events (issue #48): a CRM reading its leads' results
+# GET /api/leads/{oli_id} and GET /api/lead-events: a CRM reading its leads' results
 # back, one counter for both. A feed page is at most 1,000 events, so this reads 100,000 a second.
 crm_reads = limiter.shared_limit("6000 per 60 seconds", scope="crm_reads")
 
-# GET /api/callbacks (issue #40): an agent desktop's server may read each agent's list now and then.
+# GET /api/callbacks: an agent desktop's server may read each agent's list now and then.
 agent_callbacks = limiter.limit("240 per 60 seconds")
 
 # The agent desktop's server mints a token per agent login: a floor logging in at the start of a
 # shift is a few thousand, from one or a few addresses.
 agent_tokens = limiter.limit("3000 per 60 seconds")
 
-# The supervisor's board snapshot and agent report (issue #49): a few supervisors and a reporting
+# The supervisor's board snapshot and agent report: a few supervisors and a reporting
 # job read them now and then; a report over a month is the dearest read the service answers.
 board_reads = limiter.shared_limit("60 per 60 seconds", scope="board_reads")
 
@@ -40,7 +40,7 @@ board_reads = limiter.shared_limit("60 per 60 seconds", scope="board_reads")
 class TrustedProxyFix:
     """WSGI middleware: werkzeug's ProxyFix (`count` X-Forwarded-For hops) for requests whose socket
     peer (REMOTE_ADDR) is in `trusted` (ip_network objects); any other request is left as it came,
-    so a forged X-Forwarded-For from a client that reached gunicorn directly is ignored (issue #17)."""
+    so a forged X-Forwarded-For from a client that reached gunicorn directly is ignored."""
 
     def __init__(self, app, count, trusted):
         self.app = app

@@ -1,4 +1,4 @@
-"""How many agent sockets (/ws) one host holds, and the refusal past its capacity (issue #27).
+"""How many agent sockets (/ws) one host holds, and the refusal past its capacity.
 
 A host is one gunicorn master: its workers share one table, so a worker takes a socket whenever
 the host has room, whichever worker the kernel hands the connection to, and the capacity is
@@ -139,9 +139,9 @@ def hosts_report(conn, now, tz):
     """The agent sockets of every host that wrote its row in the last STALE_SECONDS (migration 0011),
     for /health and /metrics: {"open", "capacity", "left", "refused", "too_slow" (totals), "hosts":
     [{"host", "open", "capacity", "left", "refused", "workers" (open sockets per worker), "draining"
-    (it got SIGTERM and is closing its sockets with 1012, issue #38), "fanout_lag_seconds" (how long
+    (it got SIGTERM and is closing its sockets with 1012), "fanout_lag_seconds" (how long
     ago its outbox thread last finished a pass, at its last heartbeat; None from a release that does
-    not measure it), "too_slow" (sockets it closed for falling behind, issue #64), "updated_at"
+    not measure it), "too_slow" (sockets it closed for falling behind), "updated_at"
     (ISO 8601 UTC)}]}. `now`: the service clock's wall-clock time in `tz` (DB_TIMEZONE)."""
     hosts = []
     for row in queries.socket_hosts(conn, since=clock.after(now, timedelta(seconds=-STALE_SECONDS), tz)):
@@ -155,7 +155,7 @@ def hosts_report(conn, now, tz):
 
 
 def fanout_check(report, limit_seconds):
-    """Issue #64: whether every socket host's fan-out keeps up. `report`: hosts_report's. {ok,
+    """Whether every socket host's fan-out keeps up. `report`: hosts_report's. {ok,
     limit_seconds (SOCKET_FANOUT_ALERT_SECONDS), behind: [{host, fanout_lag_seconds}] (the hosts
     past it), error (why not ok, or None)}."""
     behind = [{"host": host["host"], "fanout_lag_seconds": host["fanout_lag_seconds"]} for host in report["hosts"]

@@ -1,4 +1,4 @@
-"""Sending one webhook (issue #48): Standard Webhooks signing, the SSRF guard and the HTTP POST.
+"""Sending one webhook: Standard Webhooks signing, the SSRF guard and the HTTP POST.
 
 Signed as the Standard Webhooks specification says, with its own package (`standardwebhooks`):
 `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` (seconds since the
@@ -7,7 +7,7 @@ HMAC-SHA256 of `id.timestamp.body`; one per secret, space-separated, during a ro
 
 The guard: a URL whose host is, or resolves to, a loopback, link-local (cloud metadata
 169.254.169.254 included), private, reserved, multicast or unspecified address is refused unless
-its host is named in WEBHOOK_ALLOWED_HOSTS, alone (any port) or with the URL's port (issue #64). It is checked when an endpoint is added and again, on
+its host is named in WEBHOOK_ALLOWED_HOSTS, alone (any port) or with the URL's port. It is checked when an endpoint is added and again, on
 the addresses just resolved, before every send; the POST then connects to one of those addresses
 (the Host header and TLS name stay the URL's), so a DNS answer that changes in between (rebinding)
 cannot reach the inside. Redirects are never followed: a 3xx is a failed attempt.

@@ -20,7 +20,9 @@ from dialerapi import create_app
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 from dialerapi.plumbing.limits import limiter
-from dialerapi.rules import abandons, contact_caps, dialstate
+from dialerapi.rules.compliance import abandons, contact_caps
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.leads import transitions
 from dialerapi.simulate.floor import Floor
 from dialerapi.simulate.report import combine, run_result
 from dialerapi.simulate.sandbox import SandboxError, sandbox
@@ -67,16 +69,16 @@ def _run(database_url, scenario, keep):
 def _database_counts(conn, now, first_day):
     state = queries.sim_hour_state(conn, now=now)
     # The service's own abandon figures per day, per form_type and for the floor ("*"): what it
-    # counted at settle (issue #37), the law's count (issue #52).
-    service_days = abandons.report(conn, first_day, now.date(), dialstate.load_config(conn))["days"]
+    # counted at settle, the law's count.
+    service_days = abandons.report(conn, first_day, now.date(), dialer_config.load_config(conn))["days"]
     return {
         "final_status": {row["status"]: int(row["n"]) for row in
-                         queries.sim_status_counts(conn, max_tries_remark=dialstate.MAX_TRIES_REMARK)},
+                         queries.sim_status_counts(conn, max_tries_remark=transitions.MAX_TRIES_REMARK)},
         "tries_per_lead": {int(row["tries"]): int(row["n"]) for row in queries.sim_call_counts(conn)},
         "calls_per_lead": {int(row["calls"]): int(row["n"]) for row in queries.sim_calls_per_lead(conn)},
         "dialed": int(state["dialed"]), "leads": int(state["leads"]),
         "abandon_days": service_days,
-        # Issue #50: the times a claim held a lead for a contact cap.
+        # The times a claim held a lead for a contact cap.
         "held_by_caps": sum(row["leads_held"] for row in contact_caps.report(conn, first_day, now.date())),
     }
 
@@ -85,11 +87,11 @@ def replicate(database_url, scenario, *, keep=False, done=None, jobs=1):
     """`scenario.replications` runs of `scenario`, seeds scenario.seed, +1, ...; returns
     report.combine's report. `done(run)` is called with each run's figures as it ends.
 
-    A scenario with contact caps or retries per outcome (issue #50), or calling rules (issue #68),
+    A scenario with contact caps or retries per outcome, or calling rules,
     is played twice per seed, with them and without, and the report's "caps_cost" says what they
     cost: calls, leads contacted and the contact rate each way, and the calls they prevented.
 
-    `jobs` (issue #52): how many runs play at once, each in a process of its own (and, as always, a
+    `jobs`: how many runs play at once, each in a process of its own (and, as always, a
     schema of its own). Each run depends on its seed alone, so the report is the one `jobs=1` gives
     for the same seeds, whatever order the runs end in."""
     seeded = [replace(scenario, seed=scenario.seed + k) for k in range(scenario.replications)]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from dialerapi.plumbing import clock
-from dialerapi.rules import phones
+from dialerapi.rules.compliance import phones
 
 
 @dataclass
@@ -27,7 +27,7 @@ class CallLife:
     """Floor's call methods; they use the Floor's clock (t, at, now), engine, agents, counts and pacing."""
 
     def _check_lawful(self, oli_id):
-        """Count a dial the rules should have stopped (issue #30): a listed phone, or one whose
+        """Count a dial the rules should have stopped: a listed phone, or one whose
         customer's local time is outside the calling window while it is obeyed. Both stay 0."""
         self.count["dialed_listed"] += oli_id in self.listed
         config = self.config
@@ -105,7 +105,7 @@ class CallLife:
             reached = call.answered_at is not None
             wrap = scenario.wrapup_seconds.sample(self.rng) if reached or scenario.wrapup_after == "every" else 0
         self.engine.settle(call.oli_id, call.outcome, agent and agent.id, call.started_at, wrapup_seconds=wrap)
-        # One live call per number (issue #65): the number's other leads, passed over while it rang,
+        # One live call per number: the number's other leads, passed over while it rang,
         # may be claimed again, whatever their form_type.
         for form_type in sorted(self.number_form_types[self.phones[call.oli_id]] | {call.form_type}):
             self._leads_changed(form_type)
@@ -119,7 +119,7 @@ class CallLife:
         if call.filing == "late":
             # The settle started the grace window of the agent's missed activity, which nothing
             # clears before it ends: the blocking job blocks the agent then. An outcome filed
-            # during the call or the grace window clears the activity before (issue #52).
+            # during the call or the grace window clears the activity before.
             heapq.heappush(self.grace_ends, self.t + grace)
         if agent:
             agent.calls += 1

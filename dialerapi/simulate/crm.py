@@ -7,7 +7,8 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import dialstate
+from dialerapi.rules.config import work_window
+from dialerapi.rules.core import vocabulary
 
 ON_TIME_SECONDS = 300
 DISPOSITIONS = ("Not Intrested", "Invalid Lead", "Language Barrier", "DND")
@@ -18,7 +19,7 @@ class CrmFilings:
 
     def _file(self, oli_id, agent_id=None):
         """File the outcome of a call of `oli_id`; `agent_id`: the agent who took it, whom a personal
-        callback (personal_callback_share of the callbacks, issue #40) names."""
+        callback (personal_callback_share of the callbacks) names."""
         scenario = self.scenario
         self._leads_changed(self.form_types[oli_id])
         if self.rng.random() < scenario.callback_share:
@@ -55,8 +56,8 @@ class CrmFilings:
             if start < closes:
                 if self.config.outbound_obey_work_hours:
                     wall = clock.wall(self.base + timedelta(seconds=start), self.tz)
-                    if not dialstate.in_work_window(wall, self.config):
-                        start = self._second(dialstate.next_work_start(wall, self.config, self.tz))
+                    if not work_window.in_work_window(wall, self.config):
+                        start = self._second(work_window.next_work_start(wall, self.config, self.tz))
                         if start >= closes:
                             continue
                 return start
@@ -67,7 +68,7 @@ class CrmFilings:
         dialed, and for a personal one whether its owner took it or another after the fallback."""
         due = self.callbacks.pop(oli_id, None)
         owner = self.callback_owners.pop(oli_id, None)
-        if previous_status != dialstate.CALLBACK or due is None:
+        if previous_status != vocabulary.CALLBACK or due is None:
             return
         lateness = self.t - self._effective_due(due)
         self.callback_lateness["personal" if owner is not None else "ordinary"].append(lateness)
@@ -85,7 +86,7 @@ class CrmFilings:
     def callback_report(self, end):
         """Callbacks whose effective due moment fell in the run: honoured on time (claimed within 5
         minutes of it), late, or not dialed by the end; and those due after the run. The same for
-        the personal ones (issue #40: with by_owner and after_fallback, who took them) and the
+        the personal ones (with by_owner and after_fallback, who took them) and the
         ordinary ones apart."""
         parts = {}
         for kind in ("personal", "ordinary"):

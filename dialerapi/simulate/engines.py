@@ -4,14 +4,18 @@ Both answer the floor (floor.py) in the same shapes: `claim`/`claim_predictive` 
 (Claimed or None, refusal reason or None), `bridge` the agent id or None. An agent's progressive
 claim that takes a lead also marks the agent busy (the engine originates the call at once), and a
 settle of an agent's call marks the agent idle in wrap-up: the library engine does each pair in one
-transaction, as an engine built on the library may (issue #52: a commit per pair fewer), the HTTP
+transaction, as an engine built on the library may (a commit per pair fewer), the HTTP
 engine posts them one after the other.
 """
 
 from dataclasses import dataclass
 
 from dialerapi.plumbing import clock
-from dialerapi.rules import abandons, agents, claims, dialstate
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.compliance import abandons
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.leads import dialstate
 
 
 @dataclass
@@ -37,8 +41,8 @@ class LibraryEngine:
 
     def _state(self, conn, agent_id, *, panel_active=None, ami_idle=None, wrapup_seconds=None):
         floor = self.floor
-        wrapup_until = claims.KEEP if wrapup_seconds is None else claims.wrapup_until(wrapup_seconds, floor.now, floor.tz)
-        claims.set_availability(conn, agent_id, panel_active=panel_active, ami_idle=ami_idle, wrapup_until=wrapup_until)
+        wrapup_until = agents.KEEP if wrapup_seconds is None else agents.wrapup_until(wrapup_seconds, floor.now, floor.tz)
+        agents.set_availability(conn, agent_id, panel_active=panel_active, ami_idle=ami_idle, wrapup_until=wrapup_until)
 
     def _claimed(self, work, *args, **kwargs):
         try:
@@ -63,13 +67,13 @@ class LibraryEngine:
                                                  tz=self.floor.tz))
 
     def bridge(self, oli_id):
-        return self.db.run(claims.bridge, oli_id, self.floor.now)
+        return self.db.run(agents.bridge, oli_id, self.floor.now)
 
     def abandons(self):
-        """{form_type: {"windows": ...}}: the abandon windows the floor state reports (rules.floor,
-        issue #37), read alone (abandons.windows, issue #52: the whole floor state each minute was
+        """{form_type: {"windows": ...}}: the abandon windows the floor state reports (rules.views.floor,
+        ), read alone (abandons.windows: the whole floor state each minute was
         a tenth of the database's work in a run). A form_type missing has none in any window."""
-        windows = self.db.run(lambda conn: abandons.windows(conn, self.floor.now, dialstate.load_config(conn)))
+        windows = self.db.run(lambda conn: abandons.windows(conn, self.floor.now, dialer_config.load_config(conn)))
         return {form_type: {"windows": figures} for form_type, figures in windows.items()}
 
     def connected(self, oli_id, agent_id):

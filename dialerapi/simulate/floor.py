@@ -33,12 +33,17 @@ from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import agents, calling_rules, campaigns, contact_caps, dialstate, dnc, outcome_retries, phones
-from dialerapi.rules.actions import sweep
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.compliance import calling_rules, contact_caps, phones
+from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing.crm_actions import sweep
+from dialerapi.rules.leads import outcome_retries, transitions
+from dialerapi.simulate import pacing
 from dialerapi.simulate.calls import CallLife
 from dialerapi.simulate.crm import CrmFilings
 from dialerapi.simulate.engines import ENGINES
-from dialerapi.simulate import pacing
 from dialerapi.simulate.pacing import ADAPT_SECONDS, Pacing
 from dialerapi.simulate.scenario import PHONE_ZONES
 from dialerapi.upkeep.jobs import BLOCKING_SECONDS, SWEEP_SECONDS
@@ -99,12 +104,12 @@ class Floor(Pacing, CrmFilings, CallLife):
         self.number_form_types = defaultdict(set)  # E.164 digits -> the form_types of its leads
         self.zone_names = {}  # oli_id -> the zones its number may ring in
         self.listed = set()  # oli_ids whose phone is on the do-not-call list
-        self.contacted = set()  # oli_ids whose customer reached an agent at least once (issue #50)
+        self.contacted = set()  # oli_ids whose customer reached an agent at least once
         self.count = Counter()
         self.outcomes = Counter()
         self.waits = []
         self.callback_lateness = {"personal": [], "ordinary": []}  # seconds after the effective due moment
-        self.callback_owners = {}  # oli_id -> the agent a filed callback names (issue #40), None for anyone
+        self.callback_owners = {}  # oli_id -> the agent a filed callback names, None for anyone
         self.hours = {}
         self.snapshots = []
 
@@ -156,7 +161,7 @@ class Floor(Pacing, CrmFilings, CallLife):
             self.at(opens, self._open, number)
             self.at(closes, self._close, number == len(self.days) - 1)
         # Nothing changes the run schema's settings once it is set up, so they are read once.
-        with dialstate.fixed_config(self.config):
+        with dialer_config.fixed_config(self.config):
             while self.events and not self.finished:
                 second, _, work, args = heapq.heappop(self.events)
                 self.t = second
@@ -169,7 +174,7 @@ class Floor(Pacing, CrmFilings, CallLife):
     def _setup(self):
         scenario = self.scenario
         self.db.run(self._caps_and_retries)
-        self.config = self.db.run(dialstate.load_config)
+        self.config = self.db.run(dialer_config.load_config)
         form_types = [t for t, weight in scenario.form_types.items() if weight > 0]
         for number in range(1, scenario.agents + 1):
             self.agents[number] = Agent(number, [])
@@ -190,7 +195,7 @@ class Floor(Pacing, CrmFilings, CallLife):
         leads = []
         for n in range(1, scenario.leads + 1):
             # Draws only what the scenario asks for, so a seed's campaign without zones or a list is
-            # the one it was before issue #30.
+            # the same campaign whatever the simulator learnt since (docs/simulator.md).
             zone = self.rng.choices(zones, zone_weights)[0] if len(zones) > 1 else zones[0]
             prefix, length = PHONE_ZONES[zone]
             phone = prefix + f"{self.rng.randint(0, 10 ** (length - len(prefix)) - 1):0{length - len(prefix)}d}"
@@ -218,8 +223,8 @@ class Floor(Pacing, CrmFilings, CallLife):
             self.http("/api/leads", {"leads": leads[start:start + PUSH_BATCH]}, expect=(201,))
 
     def _caps_and_retries(self, conn):
-        """The scenario's contact caps, enabled, and its retries per outcome (issue #50); its
-        campaigns (issue #67), set as `dialerapi campaigns set` sets them; its calling rules, on (issue #68)."""
+        """The scenario's contact caps, enabled, and its retries per outcome; its
+        campaigns, set as `dialerapi campaigns set` sets them; its calling rules, on."""
         for form_type, settings in self.scenario.campaigns.items():
             campaigns.update(conn, form_type, settings, self.now, "simulator")
         for cap in self.scenario.contact_caps:
@@ -228,7 +233,7 @@ class Floor(Pacing, CrmFilings, CallLife):
             contact_caps.set_enabled(conn, cap if isinstance(cap, str) else cap["name"], True)
         for outcome, rule in self.scenario.retries.items():
             outcome_retries.set_rule(conn, outcome, rule.get("delay"), rule.get("max"))
-        for name in self.scenario.calling_rules:  # issue #68
+        for name in self.scenario.calling_rules:
             calling_rules.set_enabled(conn, name, True, self.now)
 
     def http(self, path, body, expect, headers=None):
@@ -289,7 +294,7 @@ class Floor(Pacing, CrmFilings, CallLife):
         for agent in self.agents.values():
             self._set_state(agent, agent.state)
         state = self.db.run(queries.sim_hour_state, now=self.now)
-        statuses = self.db.run(lambda conn: list(queries.sim_status_counts(conn, max_tries_remark=dialstate.MAX_TRIES_REMARK)))
+        statuses = self.db.run(lambda conn: list(queries.sim_status_counts(conn, max_tries_remark=transitions.MAX_TRIES_REMARK)))
         label = self.hour(self.t - 1)
         if label in self.hours:
             self.hours[label].update(retry_backlog=int(state["retry_backlog"]),
@@ -323,7 +328,7 @@ class Floor(Pacing, CrmFilings, CallLife):
         The blocking job blocks an agent once a missed activity's grace has ended (D7); a filing
         unblocks its agents itself (actions.submit_action). So a run of the job finds a change only
         after a grace window that no filing ended before it (a late filing's) ended since its last
-        run, or on a new day; the others are skipped (issue #52: they were a quarter of a run's
+        run, or on a new day; the others are skipped (they were a quarter of a run's
         transactions), as are the sweeps that can change nothing (_sweep_may_change), and the run
         is the one that ran them all (tests/test_simulate.py)."""
         if self._grace_ended() or not pacing.SKIP_FUTILE:
@@ -342,7 +347,7 @@ class Floor(Pacing, CrmFilings, CallLife):
             self.jobs_running = False
 
     def _sweep_may_change(self):
-        """Whether the sweep could change anything now (issue #52: it ran every minute for nothing).
+        """Whether the sweep could change anything now (it ran every minute for nothing).
         It applies the CRM actions held on leads no longer live, which a run never leaves: a filing
         during a call is held until the call's settle, and the settle applies it (D6). What is left
         is telling of personal callbacks that fell back, which exist once one is filed."""

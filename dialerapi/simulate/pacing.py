@@ -1,4 +1,4 @@
-"""Predictive pacing of the simulated floor, per skill (issue #29): each form_type's group dials on
+"""Predictive pacing of the simulated floor, per skill: each form_type's group dials on
 its own free agents (`ratio`), steers its own ratio on its own abandon rate (`abandon`), or dials
 at its own Poisson moments (`rate`); answered customers wait for a bridge to an agent with their
 lead's skill, or give up (docs/simulator.md, "The floor simulator"). A part of simulate.floor.Floor.
@@ -6,7 +6,7 @@ lead's skill, or give up (docs/simulator.md, "The floor simulator"). A part of s
 An agent with several skills is shared: each of its skills' groups counts it as 1 / (its number of
 skills) of a free agent, so the groups together never count more agents than are free.
 
-Issue #37: the engine bridges an answered customer at once (the first bridge is the answer's moment
+The engine bridges an answered customer at once (the first bridge is the answer's moment
 the service counts late connects from), the `abandon` rule reads each group's rates from the
 service's floor state, and a group whose predictive claim the service refuses with abandon_limit
 dials progressively (its free agents claim for themselves) until a predictive claim is served again.
@@ -16,8 +16,8 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from dialerapi.plumbing.db import queries
-from dialerapi.rules import callbacks
-from dialerapi.rules.abandons import ABANDON_LIMIT, over_limit
+from dialerapi.rules.compliance.abandons import ABANDON_LIMIT, over_limit
+from dialerapi.rules.leads import callbacks
 
 PACE_SECONDS = 5
 ADAPT_SECONDS = 60
@@ -28,7 +28,7 @@ RATIO_BOUNDS = (0.5, 3.0)
 # FTC's TSR cap abandons at 3% of answered calls), and a rule that steers to the ceiling itself
 # spends half its days over it.
 AIM = 0.8
-# Issue #52: the floor skips work it knows would change nothing: a group's predictive claim while
+# The floor skips work it knows would change nothing: a group's predictive claim while
 # nothing can be due (Pacing._known_dry), the blocking job while no grace window has ended and the
 # sweep while it has nothing to apply (Floor._jobs). A switch, so that a test holds a run's figures
 # to those of doing it all.
@@ -123,7 +123,7 @@ class Pacing:
                         break
         self._claim_held()
 
-    # --- claims known to find nothing (issue #52) --------------------------------------------------------
+    # --- claims known to find nothing --------------------------------------------------------
     # A pacing round asks each group with free agents for a call every PACE_SECONDS, and an idle agent
     # dialing progressively asks every claim_retry_seconds; once the leads are used up, most of those
     # claims find nothing, and they were most of a run's time. After a claim finds nothing, the group
@@ -190,7 +190,7 @@ class Pacing:
     def _next_due_row(self, group):
         """sim_next_due of `group` now. Kept until the group's leads change (a claim takes one, or
         _leads_changed) or time reaches its `due` or its `owned_due`'s fallback, before which the
-        statement answers the same (issue #52: it was a sixth of a run's transactions)."""
+        statement answers the same (it was a sixth of a run's transactions)."""
         kept = self.next_due_rows.get(group)
         if kept is not None and self.t < kept[1]:
             return kept[0]
@@ -234,10 +234,10 @@ class Pacing:
 
     def _adapt(self):
         """Each minute, each group's ratio: -0.1 when its abandon rate as the service and the law
-        count it (POST /engine/floor, issue #37: late connects included) is over AIM x
+        count it (POST /engine/floor: late connects included) is over AIM x
         target_abandon over the last 15 minutes, over the day so far (what a 24-hour ceiling
         measures) or over the legal period (the 30 days; in a run, the run so far, the figure a run
-        is judged by), else +0.05, within RATIO_BOUNDS. Issue #52: while the day's or the period's
+        is judged by), else +0.05, within RATIO_BOUNDS. While the day's or the period's
         rate would pass the aim (_would_pass), the group dials progressively (its free agents claim
         for themselves: no abandon, and every answered call lowers the rate) until a minute finds
         both clear; lowering the ratio alone left a small skill, whose agents other skills share,
@@ -267,7 +267,7 @@ class Pacing:
         answered calls: the service limit's look-ahead (abandons.over_limit), held to the aim.
         Without it a run ended over the target when its last hours' few answered calls met the
         abandons already dialed; asked only at each read, the calls of the minute after it took a
-        small skill's run over (issue #52: 1 run of 20)."""
+        small skill's run over (1 run of 20)."""
         aim = AIM * self.scenario.target_abandon
         pending = self.read_pending[group] + self.dialed_since[group]
         windows = self.windows.get(group, {})

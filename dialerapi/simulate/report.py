@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from dialerapi.rules import abandons
+from dialerapi.rules.compliance import abandons
 
 STATES = ("ringing", "talk", "wrap", "idle", "blocked")
 SHARES = ("abandon_rate", "days_over_limit", "hung_up_waiting_rate", "waited_share", "occupancy", "late_filing_share",
@@ -61,7 +61,7 @@ def run_result(floor, database):
     return {
         "seed": floor.scenario.seed,
         "kpis": kpis,
-        # Issue #50: what contact caps and retries per outcome change (caps_cost compares them).
+        # What contact caps and retries per outcome change (caps_cost compares them).
         "contact": {"calls": kpis["calls"], "leads_contacted": len(floor.contacted),
                     "contact_rate": _share(len(floor.contacted), database["leads"]),
                     "held_by_caps": database["held_by_caps"]},
@@ -70,7 +70,7 @@ def run_result(floor, database):
         | {"unfiled_at_end": count["unfiled_at_end"]},
         "not_dialed": {key[11:]: n for key, n in sorted(count.items()) if key.startswith("not_dialed_")},
         "callbacks": callbacks,
-        # Issue #52: the service's abandon count of each day, per form_type and for the floor ("*").
+        # The service's abandon count of each day, per form_type and for the floor ("*").
         "abandon_days": [{key: row[key] for key in ("day", "form_type", "calls", "answered", "abandoned", "late_connects",
                                                      "machines", "rate")}
                          for row in database["abandon_days"]] if predictive else [],
@@ -86,14 +86,14 @@ def run_result(floor, database):
 
 
 def _law_figures(floor, days):
-    """The abandon rate as the service and the law count it (issue #37: outcome abandoned plus
+    """The abandon rate as the service and the law count it (outcome abandoned plus
     answered customers an agent took more than abandon_connect_seconds after the answer;
-    rules.abandons), from `days`, the service's day rows of the run (abandons.report): `abandons`
+    rules.compliance.abandons), from `days`, the service's day rows of the run (abandons.report): `abandons`
     and `late_connects` (counts), `abandon_rate` (over the run's answered, with the config's
     amd_false_positive_share) and `days_over_limit` (the share of the run's days whose rate was over
     the config's abandon_limit), for the floor, then `abandon_rate[T]` and `days_over_limit[T]` per
-    form_type T (issue #52: what a planner reads first), T's days against its campaign's limit
-    (issue #67: config.of)."""
+    form_type T (what a planner reads first), T's days against its campaign's limit
+    (config.of)."""
     config = floor.config
     floor_days = [row for row in days if row["form_type"] == "*"]
     figures = {"abandons": sum(row["abandoned"] for row in floor_days),
@@ -111,12 +111,12 @@ def _law_figures(floor, days):
 
 
 def _per_skill(floor, database):
-    """Predictive, per form_type (issue #29), the customers who hung up waiting as the simulator
+    """Predictive, per form_type, the customers who hung up waiting as the simulator
     counts them (not the law's count, which _law_figures gives): `hung_up_waiting_rate[T]` (over
     T's answered) and `hung_up_waiting_days_over_target[T]`, the share of the run's days on which
     it was over target_abandon (a day with no answered call of T is not over); and
     `predictive_held[T]`, the pacing rounds the abandon limit refused; `paced_progressive[T]`, the
-    minutes the `abandon` rule had T dialing progressively (issue #52)."""
+    minutes the `abandon` rule had T dialing progressively."""
     figures = {}
     days = range(len(floor.days))
     for group in floor.groups:
@@ -165,7 +165,7 @@ def interval(values, upper=None):
 def combine(scenario, runs, without=()):
     """The report of K replications: the scenario, each KPI's mean and 95% interval, per-hour and
     per-agent means, and every run in full; with `without` (the same seeds played without the
-    scenario's contact caps and retries per outcome, issue #50), "caps_cost"."""
+    scenario's contact caps and retries per outcome), "caps_cost"."""
     names = list(runs[0]["kpis"])
     hours = {}
     for run in runs:
@@ -173,7 +173,7 @@ def combine(scenario, runs, without=()):
             hours.setdefault(row["hour"], []).append(row)
     kpis = {name: interval([run["kpis"][name] for run in runs], 1 if _is_share(name) else None) for name in names}
     return {
-        # The law's count leads (issue #52): a planner reads the report's first lines.
+        # The law's count leads: a planner reads the report's first lines.
         **({"abandons": law_summary(scenario, runs, kpis)} if "abandon_rate" in kpis else {}),
         "scenario": scenario.to_json(),
         "replications": len(runs),
@@ -187,7 +187,7 @@ def combine(scenario, runs, without=()):
 
 
 def law_summary(scenario, runs, kpis):
-    """The report's first section (issue #52): the abandon rate as the law counts it, against the
+    """The report's first section: the abandon rate as the law counts it, against the
     limit (the scenario's abandon_limit, whether or not the run enforced it), for the floor ("*")
     and each form_type: {"limit", "enforced", "form_types": [{"form_type", "rate" (mean and 95%
     interval), "runs_over_limit" (share of runs whose rate was over the limit), "days_over_limit"
@@ -210,7 +210,7 @@ COST_FIGURES = ("calls", "leads_contacted", "contact_rate")
 
 
 def caps_cost(runs, without):
-    """What the caps and retries cost (issue #50): per figure of COST_FIGURES, its mean and interval
+    """What the caps and retries cost: per figure of COST_FIGURES, its mean and interval
     with them ("with") and without ("without"), and "prevented_calls", the calls without less the
     calls with, per seed."""
     cost = {name: {"with": interval([run["contact"][name] for run in runs], 1 if _is_share(name) else None),
@@ -254,7 +254,7 @@ def summary(report):
                                        ("retries per outcome", scenario.get("retries")),
                                        ("calling rules", scenario.get("calling_rules"))) if on]
         held = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
-        lines += ["", f"{held} (issues #50, #68), the same seeds with and without them:",
+        lines += ["", f"{held}, the same seeds with and without them:",
                   f"{'figure':<34}{'with':>12}{'without':>12}"]
         lines += [f"{name:<34}{cost[name]['with']['mean']:>12g}{cost[name]['without']['mean']:>12g}"
                   for name in COST_FIGURES]
@@ -268,14 +268,14 @@ def summary(report):
     lines += ["", "callbacks due in the run: {due}, on time {on_time}, late {late}, not dialed {not_dialed}; "
               "due after it: {due_after_the_run}".format(**callbacks)]
     if callbacks["personal"]["due"] or callbacks["personal"]["due_after_the_run"]:
-        lines += ["personal callbacks (issue #40): due {due}, on time {on_time}, taken by their owner {by_owner}, "
+        lines += ["personal callbacks: due {due}, on time {on_time}, taken by their owner {by_owner}, "
                   "after the fallback {after_fallback}, not dialed {not_dialed}".format(**callbacks["personal"])]
     return "\n".join(lines)
 
 
 def _law_lines(law, scenario, k):
     """The summary's first table: the law's abandon rate per form_type against the limit (each
-    campaign's own, issue #67, in a column of its own when some campaign has one)."""
+    campaign's own, in a column of its own when some campaign has one)."""
     enforced = "enforced" if law["enforced"] else "not enforced in the runs"
     own_rules = any((row["limit"], row["period"]) != (law["limit"], scenario["dialer"]["abandon_period"])
                     for row in law["form_types"])
@@ -297,7 +297,7 @@ def _law_lines(law, scenario, k):
 
 
 def _calls_per_day_lines(report):
-    """With campaigns (issue #67): each day's calls per form_type, the mean of the runs, so a
+    """With campaigns: each day's calls per form_type, the mean of the runs, so a
     campaign's closed days and hours show."""
     calls = {}
     for run in report["runs"]:
@@ -369,7 +369,7 @@ def write_csv(report, directory):
 
 def draw_chart(report, path):
     """A PNG: predictive, first, the abandon rate of each day as the law counts it per form_type
-    against the limit (issue #52); calls and contacts per hour, agent states per hour (means over
+    against the limit; calls and contacts per hour, agent states per hour (means over
     the runs), and the first run's dial_status over time (matplotlib, no display needed)."""
     import matplotlib
 

@@ -2,7 +2,7 @@
 
 A run therefore starts from the same empty tables every time (same seed, same report) and leaves
 nothing behind for the next run or for the live floor: no agents, leads, missed activities or
-changed `sales_dialer_config` (issue #18). The database user needs CREATE and DROP on
+changed `sales_dialer_config`. The database user needs CREATE and DROP on
 `<database>_sim_*`; the error says so when it lacks them.
 """
 
@@ -42,7 +42,7 @@ def local_socket(database_url, name):
     """The server's Unix socket, when `database_url` reaches one node over loopback TCP and its
     credentials open the schema `name` over the socket too (the server may know the user at
     'localhost' apart); None otherwise. A run is about 130,000 round trips, and over the socket
-    each costs both sides less than over TCP (issue #52)."""
+    each costs both sides less than over TCP."""
     params = database_params(database_url)
     if "unix_socket" in params or len(database_nodes(database_url)) > 1 or params["host"] not in LOOPBACK:
         return None

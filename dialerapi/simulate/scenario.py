@@ -16,9 +16,11 @@ from pathlib import Path
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
-from dialerapi.rules import campaign_settings, campaigns, contact_caps, state_rules
-from dialerapi.rules.dialstate import OUTCOMES
-from dialerapi.rules.states import RETRY_OUTCOMES
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.compliance import contact_caps
+from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.config import campaign_settings
+from dialerapi.rules.core.vocabulary import OUTCOMES, RETRY_OUTCOMES
 
 MODES = ("progressive", "predictive")
 PACING_RULES = ("ratio", "abandon", "rate")
@@ -84,13 +86,13 @@ class DurationField(fields.Field):
         return None if value is None else value.to_json()
 
 
-# Where leads' phones ring (issue #30): the digits a lead's number starts with, then random digits
+# Where leads' phones ring: the digits a lead's number starts with, then random digits
 # to its length. IN: Asia/Kolkata; the US ones: New York, Chicago, Los Angeles, Honolulu; AE: Dubai.
 PHONE_ZONES = {"IN": ("9", 10), "US-Eastern": ("12122", 11), "US-Central": ("13122", 11),
                "US-Pacific": ("14152", 11), "US-Hawaii": ("18082", 11), "AE": ("97150", 12),
-               # Issue #50: states with a contact cap (florida-oklahoma-3-per-24h).
+               # States with a contact cap (florida-oklahoma-3-per-24h).
                "US-Florida": ("13052", 11), "US-Oklahoma": ("14052", 11),
-               # Issue #68: states with calling rules of their own (Sunday bans, holidays, hours).
+               # States with calling rules of their own (Sunday bans, holidays, hours).
                "US-Alabama": ("12052", 11), "US-Louisiana": ("15042", 11), "US-Mississippi": ("16012", 11),
                "US-Texas": ("12142", 11), "US-RhodeIsland": ("14012", 11), "US-Utah": ("18012", 11)}
 
@@ -116,11 +118,11 @@ class DialerSchema(Schema):
     work_start = fields.Time(format="%H:%M", load_default=time(9, 0))
     work_end = fields.Time(format="%H:%M", load_default=time(18, 0))
     outbound_obey_work_hours = fields.Boolean(load_default=True)
-    # Issue #30: the customer's calling window, in each lead's own zone.
+    # The customer's calling window, in each lead's own zone.
     obey_calling_window = fields.Boolean(load_default=False)
     calling_window_start = fields.Time(format="%H:%M", load_default=time(9, 0))
     calling_window_end = fields.Time(format="%H:%M", load_default=time(21, 0))
-    # Issue #37: the abandon limit the service holds predictive claims to. Off by default here, so a
+    # The abandon limit the service holds predictive claims to. Off by default here, so a
     # scenario plays what its pacing rule alone does (and theory holds it to Erlang-A); on, a group
     # refused with abandon_limit dials progressively until the refusals stop.
     enforce_abandon_limit = fields.Boolean(load_default=False)
@@ -169,18 +171,18 @@ class ScenarioSchema(Schema):
     grace_minutes = fields.Integer(validate=Range(0, 1440), load_default=10)
     engine = fields.String(validate=OneOf(("library", "http")), load_default="library")
     dialer = fields.Nested(DialerSchema, load_default=lambda: DialerSchema().load({}))
-    # Issue #50: contact caps (a preset's name, or {name, max, per, region?, form_type?}), retries
+    # Contact caps (a preset's name, or {name, max, per, region?, form_type?}), retries
     # per outcome ({outcome: {delay?, max?}}), and the share of leads that reuse an earlier lead's
     # phone number (one person, two products).
     contact_caps = fields.List(fields.Raw(), validate=Length(0, 20), load_default=list)
     retries = fields.Dict(keys=fields.String(validate=OneOf(RETRY_OUTCOMES)), values=fields.Dict(),
                           load_default=dict)
     shared_phone_share = _share()
-    # Issue #67: campaigns, {form_type: its settings over the dialer's}, as `dialerapi campaigns set`
+    # Campaigns, {form_type: its settings over the dialer's}, as `dialerapi campaigns set`
     # takes them (calendar, abandon rule, retries, ...), with an optional state.
     campaigns = fields.Dict(keys=fields.String(validate=Length(1, 64)), values=fields.Raw(), validate=Length(0, 50),
                             load_default=dict)
-    # Issue #68: the rows of the state calling rules' table to switch on (`dialerapi rules enable`).
+    # The rows of the state calling rules' table to switch on (`dialerapi rules enable`).
     calling_rules = fields.List(fields.String(validate=OneOf(
         tuple(rule.name for rule in state_rules.RULES), error="a calling rule is one of `dialerapi rules list`")),
         validate=Length(0, len(state_rules.RULES)), load_default=list)

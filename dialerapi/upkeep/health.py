@@ -17,7 +17,12 @@ import pymysql
 from dialerapi.plumbing import ami, clock, socket_slots
 from dialerapi.plumbing.clock import format_utc
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import calling_rules, compliance, dialstate, dnc, webhooks
+from dialerapi.rules.compliance import calling_rules
+from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.events import webhooks
+from dialerapi.rules.leads import dialstate
 from dialerapi.upkeep import webhooks as dispatch
 
 log = logging.getLogger(__name__)
@@ -137,7 +142,7 @@ def _metrics(conn, tz):
 
 
 def webhooks_check(conn, config, report=None):
-    """Issue #64: whether the floor's webhooks are leaving. {ok, endpoints (enabled), dispatcher:
+    """Whether the floor's webhooks are leaving. {ok, endpoints (enabled), dispatcher:
     {running (a dispatcher holds the sending lease now), holder (hostname:pid), lease_until (ISO 8601
     UTC)}, oldest_undelivered_seconds (of the enabled endpoints that are not failing: a failing
     endpoint's backlog is its receiver's, under metrics.webhooks.failing), limit_seconds
@@ -163,7 +168,7 @@ def webhooks_check(conn, config, report=None):
 
 
 def webhooks_report(conn):
-    """Issue #48: {endpoints (how many), enabled, failing: [{id, host, failing_since (ISO 8601 UTC)}],
+    """Webhooks: {endpoints (how many), enabled, failing: [{id, host, failing_since (ISO 8601 UTC)}],
     disabled: [{id, host, reason}], oldest_undelivered_seconds (the most of any enabled endpoint,
     None when nothing waits)}. Hosts only: a URL's path or query may hold a receiver's token."""
     report = webhooks.endpoint_report(conn, clock.utcnow().replace(tzinfo=None))
@@ -179,12 +184,12 @@ def webhooks_report(conn):
 
 
 def compliance_report(conn, now, tz):
-    """Issue #30: {"do_not_call": {numbers listed, leads held}, "calling_window": {obeyed, window,
-    leads outside it now}}; issue #68: "calling_rules": {enabled (the table's rows on),
+    """Compliance: {"do_not_call": {numbers listed, leads held}, "calling_window": {obeyed, window,
+    leads outside it now}}; "calling_rules": {enabled (the table's rows on),
     restrictions_active [{id, region, note}], leads_held {reason: n}, by_form_type {form_type:
     {reason: n}} (do_not_call and outside_calling_window too)}; leads are those
     compliance.held_leads counts."""
-    config = dialstate.load_config(conn)
+    config = dialer_config.load_config(conn)
     held = compliance.held_leads(conn, now, tz, config)
     window = f"{config.calling_window_start:%H:%M}-{config.calling_window_end:%H:%M}"
     return {
@@ -215,7 +220,7 @@ def _node(conn):
 def report(app):
     """The /health body and status (D8): 200 when the database answers now, when AMI is configured
     the last AMI check passed, the webhooks are leaving (webhooks_check) and every socket host's
-    fan-out keeps up (socket_slots.fanout_check) (both issue #64, newer than D8); otherwise 503.
+    fan-out keeps up (socket_slots.fanout_check) (both newer than D8: docs/operations/health.md); otherwise 503.
 
     Body: {ok, status (healthy|unhealthy), checks: {db: {ok, host (DATABASE_URL's first node), node
     (the "host:port" answering now, the first ready node), cluster (null off Galera, else
@@ -223,8 +228,8 @@ def report(app):
     configured, host, latency_ms, error}, webhooks: webhooks_check, agent_sockets: fanout_check}, metrics: {uptime_seconds, requests (by status class),
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
     UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
-    and refusals per host, issue #27), do_not_call and calling_window (compliance_report, issue
-    #30), webhooks (webhooks_report, issue #48)}, logs (last 20 warning/error lines of this process), version}. Never
+    and refusals per host), do_not_call and calling_window (compliance_report, issue
+    #30), webhooks (webhooks_report)}, logs (last 20 warning/error lines of this process), version}. Never
     a password or the secret.
     """
     state = app.extensions["dialerapi.health"]

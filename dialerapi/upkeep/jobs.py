@@ -2,7 +2,7 @@
 
 The scheduler is created once here and bound to the app by `init_app`. Jobs that must run in one
 process per tick across workers and hosts claim the tick in a row of dialerapi_job_runs (decisions.md
-D6; a row, not GET_LOCK, whose lock is local to one Galera node: issue #19); per-process jobs, such
+D6; a row, not GET_LOCK, whose lock is local to one Galera node); per-process jobs, such
 as the health checks that feed /healthz, run in every worker.
 """
 
@@ -18,9 +18,15 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, get_db, queries
-from dialerapi.rules import (abandons, actions, agent_states, agents, compliance, contact_caps, dialstate, engine,
-                             lead_events)
-from dialerapi.rules import webhooks as webhook_rules
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.compliance import abandons, contact_caps
+from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.config import dialer as dialer_config
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import engine
+from dialerapi.rules.events import lead_events
+from dialerapi.rules.events import webhooks as webhook_rules
 from dialerapi.upkeep import health, webhooks
 from dialerapi.upkeep.observability import RESERVATIONS_RELEASED, SWEEPS
 
@@ -30,12 +36,12 @@ scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, 
 
 SWEEP_SECONDS = 60
 BLOCKING_SECONDS = 10
-# Leads no push worked out the phone facts of (issue #30): a batch every tick until none is left.
+# Leads no push worked out the phone facts of: a batch every tick until none is left.
 PHONE_FACTS_SECONDS = 10
-# The leads each rule holds, per campaign (issue #68): counted this often for /engine/floor and the board.
+# The leads each rule holds, per campaign: counted this often for /engine/floor and the board.
 HELD_COUNTS_SECONDS = 60
 PRUNE_SECONDS = 3600
-# The agent state history is rolled up per agent and day this often (issue #49), today's too: a
+# The agent state history is rolled up per agent and day this often, today's too: a
 # report or a board reads the roll-ups and at most this long (plus agent_states.LATE_COMMIT) of history.
 ROLL_UP_SECONDS = 600
 # Outbox rows only need to outlive the 0.5 s tailing interval; an hour leaves room to look at them.
@@ -46,7 +52,7 @@ FIRST_SWEEP_SECONDS = 5
 # interval after it skips, so workers and hosts started at different moments never double up.
 TICK_SHARE = 0.9
 # Another host's start may lie this far in this host's future and still be this tick's: hosts'
-# clocks differ a little, and the row keeps whole seconds (issue #63: a host a second behind ran a
+# clocks differ a little, and the row keeps whole seconds (a host a second behind ran a
 # job again a second after another host had).
 CLOCK_SKEW_SECONDS = 2
 # A run that outlasts its interval keeps others off for up to this many intervals; a crashed run's
@@ -146,7 +152,7 @@ def phone_facts_tick(app):
         now = clock.now(app.config["DB_TIMEZONE"])
 
         def work_out(conn):
-            return compliance.work_out_leads(conn, dialstate.load_config(conn))
+            return compliance.work_out_leads(conn, dialer_config.load_config(conn))
 
         return run_once_per_tick(db, "phone_facts", PHONE_FACTS_SECONDS, now, lambda: db.run(work_out))
 
@@ -160,7 +166,7 @@ def held_counts_tick(app):
         now = clock.now(tz)
 
         def count(conn):
-            held = compliance.count_held(conn, now, tz, dialstate.load_config(conn))
+            held = compliance.count_held(conn, now, tz, dialer_config.load_config(conn))
             return sum(sum(counts.values()) for counts in held.values())
 
         return run_once_per_tick(db, "held_counts", HELD_COUNTS_SECONDS, now, lambda: db.run(count))
@@ -198,7 +204,7 @@ def prune_tick(app):
 
 def roll_up_tick(app):
     """Bring the roll-up of today and of each day not rolled up to its end up to date
-    (agent_states.roll_up, issue #49), one transaction per day, once per tick across workers and
+    (agent_states.roll_up), one transaction per day, once per tick across workers and
     hosts; returns {day: rows written}."""
     with app.app_context():
         db = get_db()

@@ -1,4 +1,4 @@
-"""A helper process kept running beside gunicorn's master (issue #64): the host's webhook dispatcher
+"""A helper process kept running beside gunicorn's master: the host's webhook dispatcher
 (`dialerapi webhooks dispatch`), which the HTTP pool's master starts when JOBS_ENABLED
 (deploy/gunicorn.conf.py). Started once and never again, a dispatcher killed by a SIGKILL or the
 OOM killer left its host sending no webhook until someone restarted the service.

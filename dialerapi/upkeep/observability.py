@@ -1,4 +1,4 @@
-"""Request logs, request ids and Prometheus metrics (issue: the operations kit).
+"""Request logs, request ids and Prometheus metrics .
 
 - Every response carries `X-Request-ID`: the request's own when it sent a sane one, else a new one.
 - One JSON log line per request on the `dialerapi.access` logger: method, path (never the query
@@ -23,7 +23,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from dialerapi.plumbing import clock, socket_slots
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules import dialstate, floor, webhooks
+from dialerapi.rules.events import webhooks
+from dialerapi.rules.leads import dialstate
+from dialerapi.rules.views import floor
 from dialerapi.upkeep.health import compliance_report
 
 access_log = logging.getLogger("dialerapi.access")
@@ -110,22 +112,22 @@ class DatabaseGauges:
 
 
 def compliance_gauges(report):
-    """Issues #30, #68: the do-not-call list's size and the leads each rule holds back now."""
+    """The do-not-call list's size and the leads each rule holds back now."""
     yield GaugeMetricFamily("dialerapi_dnc_numbers", "Phone numbers on the do-not-call list",
                             value=report["do_not_call"]["numbers"])
     held = GaugeMetricFamily("dialerapi_leads_held", "Unreserved leads in claim states that a rule holds back now",
                              labels=["rule"])
     held.add_metric(["do_not_call"], report["do_not_call"]["leads_held"])
     held.add_metric(["outside_calling_window"], report["calling_window"]["leads_outside"])
-    for reason, count in report["calling_rules"]["leads_held"].items():  # issue #68: each calling rule's reason
+    for reason, count in report["calling_rules"]["leads_held"].items():  # Each calling rule's reason
         held.add_metric([reason], count)
     yield held
 
 
 def abandon_gauge(form_types):
-    """Issue #37: each form_type's abandon rate per window, as POST /engine/floor answers it (the
+    """Each form_type's abandon rate per window, as POST /engine/floor answers it (the
     form_types some agent has: bounded by the floor, not by what a push may name)."""
-    rate = GaugeMetricFamily("dialerapi_abandon_rate", "Abandoned share of live answers (rules.abandons), per"
+    rate = GaugeMetricFamily("dialerapi_abandon_rate", "Abandoned share of live answers (rules.compliance.abandons), per"
                              " form_type and window (15m, today, period)", labels=["form_type", "window"])
     for group in form_types:
         for window, figures in group["abandons"]["windows"].items():
@@ -134,7 +136,7 @@ def abandon_gauge(form_types):
 
 
 def webhook_metrics(report):
-    """Issue #48, per endpoint id: attempts by result (delivered, failed_status, error, gone; counted
+    """Per webhook endpoint id: attempts by result (delivered, failed_status, error, gone; counted
     in the database, so every host shows the floor's), and the oldest undelivered event's age."""
     attempts = CounterMetricFamily("dialerapi_webhook_deliveries", "Webhook delivery attempts by endpoint and result",
                                    labels=["endpoint", "result"])
@@ -154,7 +156,7 @@ def webhook_metrics(report):
 
 
 def socket_gauges(report):
-    """The agent sockets of each live host (issue #27): open, capacity left, and refused since its
+    """The agent sockets of each live host: open, capacity left, and refused since its
     gunicorn started (a counter that restarts with it)."""
     open_sockets = GaugeMetricFamily("dialerapi_agent_sockets_open", "Open agent sockets (/ws) per host",
                                      labels=["host"])

@@ -1,4 +1,4 @@
-"""The webhook dispatcher (issue #48): one process of the whole floor at a time sequences the lead
+"""The webhook dispatcher: one process of the whole floor at a time sequences the lead
 events, fans them out to the endpoints and sends them, off every request path.
 
 Each host runs one `Dispatcher` in a process of its own (`dialerapi webhooks dispatch`, which the
@@ -14,7 +14,7 @@ from any other sender for HOLD_SECONDS, longer than an attempt can take. A pool 
 POSTs them (plumbing.webhook_http, 10 s timeout, no transaction open) and the round after stores
 every finished attempt in one transaction (webhooks.record_attempts). So a dead, slow or hostile
 endpoint costs at most an equal share of the sending places while others have deliveries due
-(issue #64 item 2) and HEAD_BYTES of memory per attempt, and never a push, a claim or a settle.
+ and HEAD_BYTES of memory per attempt, and never a push, a claim or a settle.
 
 A host killed mid-send leaves its deliveries `ready`: the next holder sends them again when their
 hold ends (at least once; the receiver sees the same `webhook-id`).
@@ -32,7 +32,7 @@ from datetime import timedelta
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.plumbing.webhook_http import TIMEOUT_SECONDS, Sender
-from dialerapi.rules import lead_events, webhooks
+from dialerapi.rules.events import lead_events, webhooks
 
 log = logging.getLogger(__name__)
 

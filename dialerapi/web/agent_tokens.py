@@ -1,4 +1,4 @@
-"""Agent tokens (issue #28; decisions.md D9): a short-lived credential naming one agent, so an
+"""Agent tokens (decisions.md D9): a short-lived credential naming one agent, so an
 agent's panel in a browser never holds a service key.
 
 The agent desktop's server, which holds WS_SECRET, mints one at the agent's login
@@ -28,7 +28,7 @@ MAX_NAME_CHARS = 64
 
 
 def _longest_token():
-    """The length of the longest token a valid request can mint (issue #66: a 64-character CJK name
+    """The length of the longest token a valid request can mint (a 64-character CJK name
     made a token every route then refused): a supervisor name of MAX_NAME_CHARS characters of 4
     bytes each (itsdangerous writes JSON as UTF-8; a printable character is at most 4 bytes, an
     escaped quote 2), an `exp` of 11 digits, not compressed (itsdangerous compresses only what it
@@ -72,7 +72,7 @@ def mint(config, agent_id, lifetime_seconds=None):
 
 
 def mint_supervisor(config, name, lifetime_seconds=None):
-    """A supervisor token (issue #49) naming `name` (1-64 characters, for the log), valid as `mint`'s.
+    """A supervisor token naming `name` (1-64 characters, for the log), valid as `mint`'s.
     It opens the board, its socket and the reports, nothing else (web.auth). Signed under its own
     salt: an agent token never passes for one, nor the other way round. Returns (token, expires_at)."""
     return _mint(config, SUPERVISOR_SALT, {"supervisor": name}, lifetime_seconds)

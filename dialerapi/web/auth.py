@@ -1,4 +1,4 @@
-"""Who may call what (lead-intake-api.md, "Authentication"; decisions.md D3 and D9; issue #28).
+"""Who may call what (lead-intake-api.md, "Authentication"; decisions.md D3 and D9).
 
 Five callers, each with a credential that opens what it needs and nothing else:
 
@@ -8,7 +8,7 @@ Five callers, each with a credential that opens what it needs and nothing else:
 | engine  | ENGINE_SECRET (or ENGINE_SECRET_PREVIOUS)    | /engine/ only                                 |
 | monitor | MONITOR_SECRET (or MONITOR_SECRET_PREVIOUS)  | /health, /api/health, /metrics                |
 | agent   | a token of one agent (web.agent_tokens)      | that agent's /ws and GET /api/missed-activities |
-| supervisor | SUPERVISOR_SECRET (or _PREVIOUS), or a supervisor token (issue #49) | GET /api/board, /board/ws, GET /api/reports/agents: reads only |
+| supervisor | SUPERVISOR_SECRET (or _PREVIOUS), or a supervisor token | GET /api/board, /board/ws, GET /api/reports/agents: reads only |
 
 A key or token goes in `Authorization: Bearer <key>`, `X-API-Key` or `X-Access-Key`; views marked
 `@public` need none. A path takes the crm key unless its view says otherwise with `@opens(...)`
@@ -116,7 +116,7 @@ def roles_for(view, path):
 
 def keys_in_url(args, config, skip=()):
     """Whether a query parameter of `args` (request.args) other than those named in `skip` carries a
-    service key (any caller's, current or previous). Keys travel in headers only (issue #66): a URL
+    service key (any caller's, current or previous). Keys travel in headers only: a URL
     is written to logs, browser history and proxies; `token=` is for agent and supervisor tokens."""
     if not args:  # the engine's and the CRM's writes: no query string, no work
         return False

@@ -13,11 +13,11 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
 from dialerapi.plumbing.db import CommitOutcomeUnknown, DatabaseUnavailable
-from dialerapi.rules.agents import UnknownAgent, UnknownExtension
-from dialerapi.rules.campaigns import UnknownCampaign
-from dialerapi.rules.claims import NotClaimable
-from dialerapi.rules.dialstate import LeadInFlight, NotLive, StaleReservation, UnknownLead
-from dialerapi.rules.engine import IdempotencyConflict
+from dialerapi.rules.agents.roster import UnknownExtension
+from dialerapi.rules.campaigns.operations import UnknownCampaign
+from dialerapi.rules.core.vocabulary import LeadInFlight, NotLive, StaleReservation, UnknownAgent, UnknownLead
+from dialerapi.rules.dialing.claims import NotClaimable
+from dialerapi.rules.dialing.engine import IdempotencyConflict
 
 log = logging.getLogger(__name__)
 

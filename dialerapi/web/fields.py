@@ -40,7 +40,7 @@ class ApiSchema(Schema):
         unknown = RAISE
 
 
-# What the fields accept, as JSON Schema (ECMA-262) patterns for the OpenAPI document (issue #66:
+# What the fields accept, as JSON Schema (ECMA-262) patterns for the OpenAPI document (
 # the document is the contract). Python's `\d` and `\s` take other scripts' digits and spaces, so
 # the classes are spelled out.
 _YEAR = "(?:1[0-9]{3}|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])"  # 1000-9998, as parse_wall_clock
@@ -65,7 +65,7 @@ def whole_number(value):
 
 class StrictInteger(fields.Integer):
     """A JSON integer: a number without a fraction (`5`, or `5.0` as JSON Schema's `integer` takes
-    it; issue #66); strings, booleans and `5.5` are rejected (D4)."""
+    it); strings, booleans and `5.5` are rejected (D4)."""
 
     default_error_messages = {"invalid": "must be an integer"}
 
@@ -177,7 +177,7 @@ class StrictBoolean(fields.Boolean):
 
 
 class TokenLifetime(Schema):
-    """`lifetimeSeconds` of a token request (agent tokens, issue #28; supervisor tokens, issue #49):
+    """`lifetimeSeconds` of a token request (agent tokens; supervisor tokens):
     optional, 1 to `max_seconds` (AGENT_TOKEN_MAX_SECONDS) when the schema is made with it."""
 
     lifetimeSeconds = StrictInteger(

@@ -15,7 +15,7 @@ from dialerapi.web.errors import ApiError
 from dialerapi.web.fields import MAX_BATCH, RequestContext
 
 # Every object or array parsed costs about 60 bytes: 1 MiB of `{},` is 350,000 of them, 25 MB per
-# request (issue #17). The largest valid body, a batch of 500 leads, has 502; anything with more is
+# request. The largest valid body, a batch of 500 leads, has 502; anything with more is
 # refused before it is parsed.
 MAX_JSON_CONTAINERS = 1024
 JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')

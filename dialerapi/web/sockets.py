@@ -1,6 +1,6 @@
 """What the service's websockets share (the agents' /ws, decisions.md D9; the board's /board/ws,
-issue #49): close codes, the wake-up of a waiting receive, a refusal that ends with a complete
-close handshake, and each socket's own bounded send queue (issue #64)."""
+docs/supervisors/board.md): close codes, the wake-up of a waiting receive, a refusal that ends with a complete
+close handshake, and each socket's own bounded send queue."""
 
 import collections
 import json
@@ -51,7 +51,7 @@ class _WholeFrames:
 
 
 class SendQueue:
-    """One socket's own send queue (issue #64 item 1): the threads that fan events out to many
+    """One socket's own send queue: the threads that fan events out to many
     sockets never wait on one client.
 
     `put(text)` queues a text frame and returns at once; this socket's own sender (a thread; a

@@ -1,5 +1,5 @@
-"""The static pages the service ships (the agents' /panel/, issue #28; the supervisors' /board/,
-issue #49): their own files only, with a policy that lets them load nothing from elsewhere."""
+"""The static pages the service ships (the agents' /panel/; the supervisors' /board/,
+docs/supervisors/board.md): their own files only, with a policy that lets them load nothing from elsewhere."""
 
 from flask import send_from_directory
 

@@ -21,14 +21,17 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
-    content_type_conformance, positive_data_acceptance, response_headers_conformance, response_schema_conformance,
+    content_type_conformance,
+    positive_data_acceptance,
+    response_headers_conformance,
+    response_schema_conformance,
     status_code_conformance,
 )
+from test_docs import route_roles
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, make_app
 from dialerapi.plumbing.limits import limiter
-from dialerapi.rules import agent_states
-from test_docs import route_roles
+from dialerapi.rules.agents import state_history as agent_states
 
 pytestmark = pytest.mark.faults
 EXAMPLES = 300
@@ -85,7 +88,7 @@ def _report_range(query):
 
 
 def _campaign_patch(body):
-    # Rules between values (rules.campaign_settings): a day's intervals end after they start and do
+    # Rules between values (rules.config.campaign_settings): a day's intervals end after they start and do
     # not overlap, a range's `to` is not before its `date`, end_date not before start_date, and the
     # calling window's ends differ.
     if not isinstance(body, dict):

@@ -7,9 +7,9 @@ call of that number can fail to originate while the hold lasts); tests/test_lead
 builds the hold the release before this one made."""
 
 import pytest
-
-from dialerapi.rules import lead_events
 from test_lead_feed_stateful import run_feed_machine
+
+from dialerapi.rules.events import lead_events
 
 # Slow (setup.cfg `slow`): handed out first in a parallel run.
 pytestmark = [pytest.mark.faults, pytest.mark.slow]

@@ -26,7 +26,8 @@ import requests
 from conftest import MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, TZ, start_gunicorn
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import agent_states, agents
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import state_history as agent_states
 from wsclient import Client
 
 # Serial: the two phases' latencies are compared, so nothing else may share the machine's cores

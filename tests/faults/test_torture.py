@@ -12,8 +12,10 @@ import pytest
 import requests
 
 from conftest import DEFAULT_NOW, SECRET, TZ, start_gunicorn
-from dialerapi.rules import actions, claims, dialstate
 from dialerapi.plumbing.db import Database
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.leads import dialstate
 
 pytestmark = pytest.mark.faults
 POOL = [f"T-{n:03d}" for n in range(600)]

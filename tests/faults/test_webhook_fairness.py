@@ -21,15 +21,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from test_stopping import wait_for
+from test_webhooks import Receiver
 
 import faketime
 from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, TZ, aware, make_app
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import webhooks
+from dialerapi.rules.events import webhooks
 from dialerapi.upkeep import webhooks as dispatch
-from test_stopping import wait_for
-from test_webhooks import Receiver
 
 # Serial: the p99s are the dispatcher's to judge only with the machine to itself.
 pytestmark = [pytest.mark.faults, pytest.mark.serial]

@@ -17,16 +17,17 @@ from datetime import timedelta
 
 import pymysql
 import pytest
-
-from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, TZ, add_contact_attempts, make_app, own_number
-from outbox_race import race
 from test_jobs import TICK, race_ticks
 
-from dialerapi.rules import actions, campaigns, claims
-from dialerapi.upkeep import health
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, TZ, add_contact_attempts, make_app, own_number
 from dialerapi.plumbing.config import database_nodes, url_with_nodes
 from dialerapi.plumbing.db import Database, connect, get_db
 from dialerapi.plumbing.limits import limiter
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.dialing import claims
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.upkeep import health
+from outbox_race import race
 
 pytestmark = pytest.mark.galera
 
@@ -542,9 +543,10 @@ def test_webhooks_through_two_nodes_go_out_once_from_one_sender_at_a_time(node_u
     """Issue #48: dispatchers of two hosts on two nodes, 16 stepping at once each round: one holds
     the lease in every round, the events written on both nodes take one feed place each, and the
     receiver gets each event once, in feed order per lead."""
-    from dialerapi.rules import lead_events, webhooks
-    from dialerapi.upkeep import webhooks as dispatch
     from test_webhooks import Receiver
+
+    from dialerapi.rules.events import lead_events, webhooks
+    from dialerapi.upkeep import webhooks as dispatch
 
     apps = {"A": make_app(node_url(1, 2, 3), WEBHOOK_ALLOWED_HOSTS="127.0.0.1"),
             "B": make_app(node_url(2, 3, 1), WEBHOOK_ALLOWED_HOSTS="127.0.0.1")}

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from test_cluster import ACTORS, agents, at_once, claim, hosts, node_url, push, same_on_every_node  # noqa: F401
 
 from conftest import TZ, add_contact_attempts
-from test_cluster import ACTORS, agents, at_once, claim, hosts, node_url, push, same_on_every_node  # noqa: F401
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import calling_rules
+from dialerapi.rules.compliance import calling_rules
 
 pytestmark = pytest.mark.galera
 

@@ -1,4 +1,4 @@
--- Engine request keys compared byte for byte (issue #17). Under utf8mb4_unicode_ci `claim-ci` and
+-- Engine request keys compared byte for byte. Under utf8mb4_unicode_ci `claim-ci` and
 -- `Claim-CI` were one key (the second answered 409 idempotency_conflict), and a settle of lead `CI-a`
 -- by oli_id and started_at was taken for one of `CI-A`. VARBINARY compares bytes, with no case or
 -- accent folding and no trailing-space padding. 800 bytes hold the longest key in utf8mb4.

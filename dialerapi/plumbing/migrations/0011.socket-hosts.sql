@@ -1,4 +1,4 @@
--- The agent-socket capacity of each host (issue #27): every process that serves /ws writes its
+-- The agent-socket capacity of each host: every process that serves /ws writes its
 -- host's row every few seconds, so /health and /metrics, answered by any host, show the open
 -- sockets, the capacity left and the sockets refused of the whole floor. `host` is
 -- "hostname/bind" of one gunicorn; `workers` the open sockets per worker process (JSON list);

@@ -1,4 +1,4 @@
--- Do-not-call and calling hours in the customer's own time zone (issue #30).
+-- Do-not-call and calling hours in the customer's own time zone.
 --
 -- dialerapi_dnc: the do-not-call list, one row per phone number as the digits of its E.164 form
 -- (+91 98765 43210 is 919876543210); `source` says who listed it (dnd: a CRM DND disposition, cli,

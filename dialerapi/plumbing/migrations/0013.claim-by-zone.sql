@@ -1,4 +1,4 @@
--- Claims that cost the same at any hour with the calling window on (issue #30).
+-- Claims that cost the same at any hour with the calling window on.
 --
 -- Two generated columns, STORED and INVISIBLE (SELECT * and INSERT without a column list, as the
 -- dialing engine and reports may send them, see the table as before; every writer keeps them

@@ -1,4 +1,4 @@
--- The abandon rate the law counts, per campaign (issue #37).
+-- The abandon rate the law counts, per campaign.
 --
 -- sales_call_attempts: every settled call attempt becomes enough to prove compliance on its own.
 --   form_type: the lead's campaign when it was dialed. A push never touches a live lead, so the

@@ -1,4 +1,4 @@
--- Personal callbacks (issue #40): a callback the CRM files for a named agent waits for that agent.
+-- Personal callbacks: a callback the CRM files for a named agent waits for that agent.
 --
 -- sales_master.callback_agent_id: the owner of the lead's callback (an employee id on the roster),
 --   NULL for a callback anyone with the skill may take. INVISIBLE, added in place: the engine's

@@ -1,4 +1,4 @@
--- A floor across hosts (issue #38): a socket host that got SIGTERM says so while it hands its
+-- A floor across hosts: a socket host that got SIGTERM says so while it hands its
 -- sockets to the others, for /health and /metrics.
 --
 -- dialerapi_socket_hosts.draining: 1 from the host's drain until its row goes stale.

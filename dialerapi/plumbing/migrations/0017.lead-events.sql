@@ -1,9 +1,9 @@
--- Results back to the CRM (issue #48): what happened to leads, as an ordered feed and as webhooks.
+-- Results back to the CRM: what happened to leads, as an ordered feed and as webhooks.
 --
 -- dialerapi_lead_events: one row per change of a lead the CRM hears of, inserted in the transaction
---   of the change (rules.lead_events.record), so an event exists exactly when its change committed.
+--   of the change (rules.events.lead_events.record), so an event exists exactly when its change committed.
 --   `seq` is the feed's order, given to committed rows by one sequencer at a time
---   (rules.lead_events.sequence): ids are taken at INSERT and rows commit out of id order (and each
+--   (rules.events.lead_events.sequence): ids are taken at INSERT and rows commit out of id order (and each
 --   Galera node takes ids from its own series), so a cursor over ids could pass a row that commits
 --   later; a cursor over seq cannot. NULL until sequenced. `dedupe_key` makes an event written by
 --   a job that may run twice (a personal callback's fallback) one row. Times: `occurred_at`

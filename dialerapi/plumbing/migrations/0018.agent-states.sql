@@ -1,10 +1,10 @@
--- The supervisor's floor (issue #49): every change of an agent's state, kept
+-- The supervisor's floor: every change of an agent's state, kept
 -- AGENT_STATE_RETENTION_DAYS, so the board can say how long an agent has been in a state and the
 -- agent time report can add a shift up.
 --
 -- dialerapi_agent_states: one row per change of the five availability columns of sales_agents
 --   (panel_active, pause_code, ami_idle, wrapup_until, outbound_blocked), copied from the row as
---   it stands after the change, in the transaction of the change (rules.agent_states.record). A
+--   it stands after the change, in the transaction of the change (rules.agents.state_history.record). A
 --   state lasts until the agent's next row; a wrap-up ends at its `wrapup_until` (wall-clock
 --   DB_TIMEZONE, as in sales_agents) with no row of its own. `at_utc`: the moment, naive UTC to
 --   the second (decisions.md D2: an exact instant, whatever a fall-back night does to wall-clock).

@@ -1,4 +1,4 @@
--- Contact caps per phone number and retries per outcome (issue #50).
+-- Contact caps per phone number and retries per outcome.
 --
 -- dialerapi_contact_caps: the caps, each at most `max_attempts` dial attempts to one phone number
 --   (its E.164 digits, across every lead with that number) in a rolling `window_seconds`, for

@@ -1,4 +1,4 @@
--- No socket holds up another (issue #64): each socket host says how far its fan-out is behind
+-- No socket holds up another: each socket host says how far its fan-out is behind
 -- and how many sockets it closed for falling behind, for /health and /metrics.
 --
 -- dialerapi_socket_hosts.fanout_lag_ms: how long ago the host's outbox thread last finished a

@@ -1,9 +1,9 @@
--- A ringing call shows its campaign on the board (issue #64 item 3): a progressive claim or a
+-- A ringing call shows its campaign on the board: a progressive claim or a
 -- redial names its agent, but until the customer answers and the agent is connected (a missed
 -- activity opens) nothing tied the call to the agent.
 --
 -- sales_agents.claimed_lead_id: sales_master.id of the lead last claimed for the agent
---   (rules.claims.claim_next, claim_lead).
+--   (rules.dialing.claims.claim_next, claim_lead).
 -- sales_agents.claimed_reservation_id: that claim's reservation_id. The board shows the lead's
 --   form_type only while this is still the lead's live reservation, so nothing has to clear them:
 --   a settle or a release only tells the board (dialstate.end_call).

@@ -1,4 +1,4 @@
--- `dialerapi report caps` splits by form_type as its page says (issue #65 item 5): the day's
+-- `dialerapi report caps` splits by form_type as its page says: the day's
 -- capped numbers were one row per day, cap and number, with the first held lead's form_type, so
 -- 16 credit_card and 15 home_loan holds of one number showed as 31 of one form_type.
 --

@@ -1,10 +1,10 @@
--- Campaigns (issue #67): each form_type may have its own calendar, rulebook and switch.
+-- Campaigns: each form_type may have its own calendar, rulebook and switch.
 --
 -- dialerapi_campaigns: one row per form_type an operator or the CRM has set, paused or resumed.
---   `settings` is a JSON object of the settings that override sales_dialer_config's (rules.campaigns
+--   `settings` is a JSON object of the settings that override sales_dialer_config's (rules.campaigns.operations
 --   checks it: a campaign with `{}` behaves exactly as the floor). `state` active, paused (no new
 --   claim of its leads) or ended. A claim reads its lead's campaign state after a shared lock on
---   sales_dialer_config row 1, which every change locks first (rules.campaigns.check_locked): a
+--   sales_dialer_config row 1, which every change locks first (rules.campaigns.operations.check_locked): a
 --   pause waits for the claims in flight, and every later claim sees it.
 -- dialerapi_campaign_changes: every change kept, never updated: when (wall-clock DB_TIMEZONE and
 --   UTC), by which credential, the action and the old and new values (JSON). Its highest id is the

@@ -1,4 +1,4 @@
--- A campaign's pause holds through every Galera node (issue #67 item 4).
+-- A campaign's pause holds through every Galera node.
 --
 -- On one node a claim reads its lead's campaign state after a shared lock on sales_dialer_config
 -- row 1, which every campaign change locks first (0023). Galera replicates no lock: a claim on one
@@ -9,7 +9,7 @@
 --
 -- dialerapi_claim_gates: one row, id 1, which every campaign change deletes and inserts again.
 -- sales_master.claim_gate: before a claim reads its locked lead's campaign state it sets this to 1
---   and back to NULL (rules.campaigns.check_locked). The foreign key's check holds the gate row
+--   and back to NULL (rules.campaigns.operations.check_locked). The foreign key's check holds the gate row
 --   shared until the claim commits, so a change applied on this node meanwhile aborts the claim;
 --   and the claim's write set refers to the gate row, so a claim certified after a change from
 --   another node that it had not seen fails certification. Either way it runs again (plumbing.db:

@@ -1,11 +1,11 @@
--- When may this person be called (issue #68): where the customer is, their consent, the state
+-- When may this person be called: where the customer is, their consent, the state
 -- rules switched on, and restrictions (declared emergencies, one-off bans).
 --
 -- sales_master.region, postal_code: the CRM's place of the customer (ISO 3166-2 `US-LA`, a ZIP
---   code), pushed with the lead; when given they win over the number's area code (rules.places).
+--   code), pushed with the lead; when given they win over the number's area code (rules.compliance.places).
 -- sales_master.consent_type (written | express | ebr), consent_at (naive UTC), consent_source: the
---   customer's consent as the CRM recorded it (rules.calling_rules).
--- dialerapi_calling_rules: the names of the rows of the shipped table (rules.state_rules) that are
+--   customer's consent as the CRM recorded it (rules.compliance.calling_rules).
+-- dialerapi_calling_rules: the names of the rows of the shipped table (rules.compliance.state_table) that are
 --   on; a row is off until `dialerapi rules enable NAME`.
 -- dialerapi_restrictions: bans of calls to a region from starts_at to ends_at (naive UTC).
 --

@@ -1,4 +1,4 @@
--- Consent in the contact caps' count, and the leads each rule holds per campaign (issue #68).
+-- Consent in the contact caps' count, and the leads each rule holds per campaign.
 --
 -- dialerapi_contact_caps.consent_days: a cap that leaves consented calls out of its count
 --   (Regulation F, 12 CFR 1006.14(b)(3)(i) and (b)(4)): a call to a lead with written or express
@@ -9,7 +9,7 @@
 --   reservation_id] entries keep their shape: the previous release reads and writes them as before
 --   (it leaves this column alone and counts every attempt, as it always did).
 -- dialerapi_held_counts: the unreserved leads each rule holds back now, per form_type and reason
---   (rules.compliance.held_leads), counted once a minute by one process (upkeep.jobs) so that
+--   (rules.compliance.claim_checks.held_leads), counted once a minute by one process (upkeep.jobs) so that
 --   /engine/floor and the supervisor board read a few rows, never the whole floor.
 -- Expand only: the previous release names none of them.
 -- depends: 0025.calling-rules

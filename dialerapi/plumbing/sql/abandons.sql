@@ -1,5 +1,5 @@
--- The abandon rate (issue #37): the moments of a call in progress, the counts settles keep, and
--- the windows read from them (rules.abandons). Callers own the transaction.
+-- The abandon rate: the moments of a call in progress, the counts settles keep, and
+-- the windows read from them (rules.compliance.abandons). Callers own the transaction.
 
 -- name: mark_answered(id, now)!
 -- The first bridge of the current reservation: the customer answered. A moment left from an
@@ -22,7 +22,7 @@ UPDATE sales_master SET predictive_call = 1 WHERE id = :id;
 -- name: count_settle(form_type, day, hour, minute, answered, abandoned, late_connects, machines)!
 -- One settle in its floor day, hour and minute, on this node's rows (`node`): settles on
 -- two Galera nodes never write one row. Rows in PK order, so two settles lock them in one order.
--- machines: settles with outcome machine (issue #50).
+-- machines: settles with outcome machine.
 INSERT INTO dialerapi_abandon_counts
   (grain, form_type, starts_at, node, calls, answered, abandoned, late_connects, machines)
 VALUES ('d', :form_type, :day, CONCAT(@@hostname, ':', @@port), 1, :answered, :abandoned, :late_connects, :machines),
@@ -51,8 +51,8 @@ WHERE (grain = 'm' AND starts_at < :minutes_before) OR (grain = 'h' AND starts_a
 -- name: abandon_windows(minute_from, today, period, other_period, other_period_forms, any_24h, day_from, edge_minute, edge_hour, edge_hour_end)
 -- Each form_type's abandon counts of the last 15 minutes, today and the legal period, each
 -- "answered;abandoned;late_connects;machines", the rows of each window as floor.sql due_counts
--- reads them; nothing else of the floor (rules.abandons.windows: the simulator's `abandon` pacing
--- rule reads them each minute, issue #52). A form_type with no counts has no row. Minute rows
+-- reads them; nothing else of the floor (rules.compliance.abandons.windows: the simulator's `abandon` pacing
+-- rule reads them each minute). A form_type with no counts has no row. Minute rows
 -- older than the 15 minutes are read only for the '24h' period: a '30d' period is whole days.
 SELECT form_type,
   CONCAT_WS(';', SUM(IF(in_15m, answered, 0)), SUM(IF(in_15m, abandoned, 0)), SUM(IF(in_15m, late_connects, 0)),

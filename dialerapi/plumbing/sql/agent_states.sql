@@ -1,4 +1,4 @@
--- Agent state history (issue #49, migration 0018): rules.agent_states.
+-- Agent state history (migration 0018): rules.agents.state_history.
 
 -- name: record_states(agent_ids, at_utc)!
 -- A row for each of :agent_ids whose availability columns differ from their last row (or who has
@@ -30,14 +30,14 @@ SELECT COALESCE(MAX(id), 0) FROM dialerapi_agent_states;
 -- The board's row of every agent (:all_agents) or of :agent_ids: the availability columns, since
 -- when the state they show stands and the form_type of the call the agent is on (an open missed
 -- activity: the call connected and has not ended), else of the call claimed for the agent while
--- its reservation is live (it rings: migration 0021, issue #64 item 3). Today's calls and talk time come from the
--- report (rules.agent_states.days_report).
+-- its reservation is live (it rings: migration 0021). Today's calls and talk time come from the
+-- report (rules.agents.state_history.days_report).
 -- `since_utc` is the moment of the first history row after the last one whose state differs from
 -- the agent's now (`boundary`, "at_utc#id"), or of the agent's first row when none differs (issue
 -- #64: a row changing what the state does not show, the AMI or the outbound block while paused,
 -- restarted the time in state and delayed the pause alert). A row's state here is its panel, else
 -- its pause code, else its AMI, else idle with its outbound block and its wrap-up's end (a new
--- wrap-up is a new state; rules.agent_states.board_rows starts free at a wrap-up's end). Each read
+-- wrap-up is a new state; rules.agents.state_history.board_rows starts free at a wrap-up's end). Each read
 -- is a few entries of ix_agent_states_agent: backward to the first differing row, forward to the
 -- next row.
 SELECT t.agent_id, t.name, t.extension, t.panel_active, t.pause_code, t.reason_note, t.ami_idle, t.wrapup_until,

@@ -1,4 +1,4 @@
--- Personal callbacks (issue #40, rules.callbacks): a Callback lead with callback_agent_id set waits
+-- Personal callbacks (rules.leads.callbacks): a Callback lead with callback_agent_id set waits
 -- for that agent until its fallback. Every read here starts from ix_callback_agent (migration
 -- 0015): none of them reads a lead without an owner. The floor counts read every due personal
 -- callback of the floor (a few per agent on a live floor).

@@ -1,4 +1,4 @@
--- Campaigns (issue #67, migration 0023; rules.campaigns).
+-- Campaigns (migration 0023; rules.campaigns.operations).
 
 -- name: campaigns_generation()$
 -- The campaigns' generation: the highest change id (0 when none). Read with the dialer config; a

@@ -20,9 +20,9 @@ FOR UPDATE;
 -- Not Connected, next_retry_at due; then claim_due, NULL first, and id), each with `part` (the
 -- caller's number for this read in a UNION ALL) and `lawful` (any_zone, or its call zone is one of
 -- zone_ids: open now). One range read of ix_claim_due (migration 0013; it holds no listed lead),
--- max_rows index entries at most, however few of them are lawful. A personal callback (issue #40)
+-- max_rows index entries at most, however few of them are lawful. A personal callback
 -- is left out until its fallback: due at or before :fallback_edge, never with :fallback_never
--- (rules.callbacks); its owner's claim reads it from ix_callback_agent (callbacks.sql personal_due).
+-- (rules.leads.callbacks); its owner's claim reads it from ix_callback_agent (callbacks.sql personal_due).
 -- The owner is not in the index: each due callback read costs a primary-key lookup.
 SELECT :part AS part, claim_bucket AS bucket, id, claim_due AS due, :any_zone OR call_zone_id IN :zone_ids AS lawful
 FROM sales_master FORCE INDEX (ix_claim_due)
@@ -37,7 +37,7 @@ LIMIT :max_rows;
 
 -- name: due_candidates_in_zone(part, form_type, zone_id, now, callbacks_open, all_priorities, priorities, max_rows, fallback_never, fallback_edge)
 -- due_candidates of one call zone whose window is open, from ix_claim_zone: a zone whose window
--- is closed costs nothing, however many of its leads are due (issue #30).
+-- is closed costs nothing, however many of its leads are due.
 SELECT :part AS part, claim_bucket AS bucket, id, claim_due AS due, 1 AS lawful
 FROM sales_master FORCE INDEX (ix_claim_zone)
 WHERE form_type = :form_type AND call_zone_id = :zone_id
@@ -52,10 +52,10 @@ LIMIT :max_rows;
 -- name: lock_unreserved(id)^
 -- With `listed`: whether its stored phone_e164 is on the do-not-call list, in the same round trip,
 -- and the owner of its callback (invisible, migration 0015); its number's contact_version and
--- contact_attempts and contact_consents (rules.contact_caps; NULL when the number has none), with
+-- contact_attempts and contact_consents (rules.compliance.contact_caps; NULL when the number has none), with
 -- the lead's consent as the caps read it (contact_consent, contact_consent_at), read without a lock: the
 -- claim writes them back only over the version it read, so claims of one number run one at a time. `number_in_call`: the oli_id of another lead with this number
--- that is live now (ix_sales_master_phone_e164), or NULL (issue #65: one live call per number).
+-- that is live now (ix_sales_master_phone_e164), or NULL (one live call per number).
 SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
@@ -123,10 +123,10 @@ SELECT EXISTS (SELECT 1 FROM sales_master WHERE oli_id = :oli_id);
 -- to the same answer for every combination of the columns); with :ahead a call or a wrap-up does
 -- not count against an agent. One row per skill, however many agents: a predictive claim's cost
 -- does not grow with the floor.
--- With :enforce (issue #37, rules.abandons), the skill's abandon counts in the same statement,
--- each "answered;abandoned;0;machines" (machines: issue #50): today's and the period's (rules.abandons says which rows),
+-- With :enforce (rules.compliance.abandons), the skill's abandon counts in the same statement,
+-- each "answered;abandoned;0;machines" (machines: answering machines detected): today's and the period's (rules.compliance.abandons says which rows),
 -- and its pending predictive calls; each a primary-key range of a few rows, read only when enforced.
--- The period is the form_type's campaign's (issue #67): :other_period for :other_period_forms, each
+-- The period is the form_type's campaign's: :other_period for :other_period_forms, each
 -- in a statement of its own, so that a constant period still picks one range of the counts' key.
 -- A pending call's connect is late past its campaign's seconds: :connect_seconds_by_form, a JSON
 -- array of {form_type, seconds} for the campaigns that differ from the floor's :connect_seconds; its

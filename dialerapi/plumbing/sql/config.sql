@@ -33,7 +33,7 @@ LEFT JOIN sales_priorities AS p ON TRUE
 WHERE c.id = 1;
 
 -- name: set_floor_settings(enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds, personal_callback_fallback_minutes, work_start, work_end, amd_false_positive_share)!
--- What `dialerapi config set` stores (issues #37, #40, #41 and #50), every value checked first (cli.config).
+-- What `dialerapi config set` stores, every value checked first (cli.config).
 UPDATE sales_dialer_config
 SET enforce_abandon_limit = :enforce_abandon_limit, abandon_limit = :abandon_limit,
     abandon_period = :abandon_period, abandon_min_answered = :abandon_min_answered,

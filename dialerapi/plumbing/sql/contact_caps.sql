@@ -1,4 +1,4 @@
--- Contact caps per phone number (issue #50, rules.contact_caps). Callers own the transaction.
+-- Contact caps per phone number (rules.compliance.contact_caps). Callers own the transaction.
 
 -- name: contact_caps()
 SELECT name, max_attempts, window_seconds, region, form_type, enabled, preset, source, consent_days
@@ -45,7 +45,7 @@ WHERE id = :id;
 -- name: lock_cap_held(phone_e164, now)
 -- The number's leads still held by a cap (due at the moment the cap frees them: no push or CRM
 -- action has moved them since), locked, with the cap (invisible columns): an attempt of the number
--- was given back (issue #65). ix_sales_master_phone_e164.
+-- was given back. ix_sales_master_phone_e164.
 SELECT m.*, m.callback_agent_id, m.contact_cap, m.contact_cap_until FROM sales_master AS m
 WHERE m.phone_e164 = :phone_e164 AND m.isReserved = 0 AND m.contact_cap_until > :now
   AND IF(m.dial_status = 'Callback', m.callback_scheduled_at, m.next_retry_at) = m.contact_cap_until
@@ -84,7 +84,7 @@ GROUP BY day, cap, form_type ORDER BY day, cap, form_type;
 -- Numbers with no attempt inside any window a cap can have.
 DELETE FROM dialerapi_contact_numbers WHERE last_at_utc < :before_utc ORDER BY last_at_utc LIMIT :max_rows;
 
--- Retries per outcome (issue #50, rules.outcome_retries); the settle reads them with the config
+-- Retries per outcome (rules.leads.outcome_retries); the settle reads them with the config
 -- (config.sql get_dialer_config).
 
 -- name: outcome_retries()

@@ -1,16 +1,16 @@
--- Reads and writes of a lead's dial state (rules.dialstate). Callers own the transaction.
+-- Reads and writes of a lead's dial state (rules.leads.dialstate). Callers own the transaction.
 
 -- name: lock_lead(oli_id)^
 -- With the invisible facts of the call in progress (migration 0014), which settle records and
 -- clears, the owner of its callback (migration 0015), and its consent (migration 0025), which
--- lead.call_ended carries (issue #68).
+-- lead.call_ended carries.
 SELECT *, call_answered_at, agent_connected_at, predictive_call, callback_agent_id, consent_type, consent_at,
        consent_source
 FROM sales_master WHERE oli_id = :oli_id FOR UPDATE;
 
 -- name: write_dial_state(id, data_id, priority_id, dial_status, previous_dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved, reservation_id, reserved_at, updated_at, set_owner, callback_agent_id, forget_call_moments)!
--- callback_agent_id (issue #40) is written only with :set_owner, kept otherwise. :forget_call_moments
--- (the end of a call, abandons.end_of_call) clears the call's answer and connect moments (issue #37).
+-- callback_agent_id is written only with :set_owner, kept otherwise. :forget_call_moments
+-- (the end of a call, abandons.end_of_call) clears the call's answer and connect moments.
 UPDATE sales_master
 SET data_id = :data_id, priority_id = :priority_id, dial_status = :dial_status,
     previous_dial_status = :previous_dial_status, disposeRemark = :disposeRemark,
@@ -62,5 +62,5 @@ FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1;
 
 -- name: outcome_attempts(lead_id, result, since)$
 -- The lead's attempts with one result since its cycle began (its first_attempt_at; a push or a
--- callback starts a new cycle): an outcome's maximum of attempts (issue #50). ix_sales_call_attempts_lead.
+-- callback starts a new cycle): an outcome's maximum of attempts. ix_sales_call_attempts_lead.
 SELECT COUNT(*) FROM sales_call_attempts WHERE lead_id = :lead_id AND result = :result AND ended_at >= :since;

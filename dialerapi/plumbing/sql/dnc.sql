@@ -1,4 +1,4 @@
--- The do-not-call list and the calling zones (issue #30; rules/dnc.py, rules/compliance.py).
+-- The do-not-call list and the calling zones (rules/compliance/do_not_call.py, rules/compliance/claim_checks.py).
 -- Numbers are E.164 digits (rules/phones.e164) as BIGINT UNSIGNED.
 
 -- name: listed_numbers(phones)
@@ -99,7 +99,7 @@ UPDATE sales_master SET phone_e164 = %s, do_not_call = %s, call_zone_id = %s
 WHERE id = %s AND phone_number = %s AND call_zone_id = 0 AND NOT (dial_status = 'Calling' AND isReserved = 1);
 
 -- name: held_counts()
--- The leads each rule held per form_type at the last count (compliance.count_held, issue #68).
+-- The leads each rule held per form_type at the last count (compliance.count_held).
 SELECT form_type, reason, leads FROM dialerapi_held_counts ORDER BY form_type, reason;
 
 -- name: held_counted_at()$

@@ -1,4 +1,4 @@
--- The engine API's replies (rules.engine), by request key. Callers own the transaction.
+-- The engine API's replies (rules.dialing.engine), by request key. Callers own the transaction.
 
 -- name: get_engine_reply(request_key)^
 SELECT fingerprint, reply FROM dialerapi_engine_replies WHERE request_key = :request_key;

@@ -1,4 +1,4 @@
--- The floor as a pacing engine sees it (issue #29). rules.floor reads these in one REPEATABLE READ
+-- The floor as a pacing engine sees it. rules.views.floor reads these in one REPEATABLE READ
 -- transaction (Database.run_snapshot), so they describe one moment.
 
 -- name: next_transaction_repeatable_read()!
@@ -9,7 +9,7 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 -- Agents per skill and availability: one row per form_type and combination of the columns
 -- dialstate.unavailable_reason reads, with how many agents have it (an agent with several skills
 -- counts under each). A wrap-up that ended before :now reads as none, so the floor's idle agents
--- of a skill are one row, not one each (issue #51: 1,000 agents were 1,000 rows to read).
+-- of a skill are one row, not one each (1,000 agents were 1,000 rows to read).
 SELECT s.form_type, a.panel_active, a.pause_code, a.ami_idle,
        IF(a.wrapup_until > :now, a.wrapup_until, NULL) AS wrapup_until, a.outbound_blocked, COUNT(*) AS agents
 FROM sales_agents AS a
@@ -22,7 +22,7 @@ GROUP BY s.form_type, a.panel_active, a.pause_code, a.ami_idle, IF(a.wrapup_unti
 -- activity of the lead): the rest are ringing, or answered and waiting for a bridge. Reads the
 -- (dial_status, isReserved, ...) index prefix: as many rows as calls are live. `pending` (issue
 -- #37): the predictive ones no agent took yet, or one took more than its campaign's connect seconds
--- after the answer (as in claims.sql free_skills, issue #67), which the abandon limit counts as
+-- after the answer (as in claims.sql free_skills), which the abandon limit counts as
 -- abandons until they settle.
 SELECT m.form_type, COUNT(*) AS reserved,
        SUM(EXISTS (SELECT 1 FROM sales_missed_activities AS x
@@ -43,7 +43,7 @@ GROUP BY m.form_type;
 -- due and unreserved in each claim bucket of claims.sql due_candidates, counting to :cap at most.
 -- A bucket's count is read only when its :cap-th entry does not exist (the probe reads :cap index
 -- entries), so every count reads at most :cap entries whatever the table holds. And its abandon
--- counts (issue #37, rules.abandons), each "answered;abandoned;late_connects;machines" summed over nodes:
+-- counts (rules.compliance.abandons), each "answered;abandoned;late_connects;machines" summed over nodes:
 -- the last 15 minutes, today and the legal period (the rows of each window as claims.sql
 -- free_skills reads them), each a primary-key range of a few rows. One statement: one round trip
 -- for every form_type.
@@ -90,8 +90,8 @@ LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abando
                   SUM(late_connects) AS late_connects, SUM(machines) AS machines
            FROM dialerapi_abandon_counts WHERE grain = 'd' AND starts_at = :today
            GROUP BY form_type) AS today ON today.form_type = ft.form_type
--- The period's rows: the floor's period for most form_types, :other_period for a campaign's own
--- (issue #67), each a range of one grain (a constant period picks it).
+-- The period's rows: the floor's period for most form_types, :other_period for a campaign's own,
+-- each a range of one grain (a constant period picks it).
 LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abandoned,
                   SUM(late_connects) AS late_connects, SUM(machines) AS machines
            FROM dialerapi_abandon_counts

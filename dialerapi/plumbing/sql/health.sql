@@ -14,7 +14,7 @@ SELECT COUNT(*) FROM sales_agents WHERE outbound_blocked = 1;
 SELECT last_started_at, last_finished_at, last_result FROM dialerapi_job_runs WHERE name = :name;
 
 -- name: lease(name)^
--- A lease of dialerapi_job_runs (the webhook dispatcher's, issue #64): who holds it, until when (UTC).
+-- A lease of dialerapi_job_runs (the webhook dispatcher's): who holds it, until when (UTC).
 SELECT run_by, lease_until FROM dialerapi_job_runs WHERE name = :name;
 
 -- name: node_state()^

@@ -1,4 +1,4 @@
--- Cluster-wide job coordination (decisions.md D6, issue #19): a job's tick is claimed by updating
+-- Cluster-wide job coordination (decisions.md D6): a job's tick is claimed by updating
 -- its row in dialerapi_job_runs inside a transaction; the commit decides, on one node as on Galera.
 
 -- name: lock_job_run(name)^

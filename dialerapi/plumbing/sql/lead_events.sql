@@ -1,4 +1,4 @@
--- Results back to the CRM (issue #48, rules.lead_events): the lead read, the events feed and its
+-- Results back to the CRM (rules.events.lead_events): the lead read, the events feed and its
 -- sequencer. Callers own the transaction.
 
 -- name: insert_lead_event(type, lead_id, oli_id, data_id, occurred_at, occurred_at_utc, body, dedupe_key)!
@@ -57,7 +57,7 @@ DELETE FROM dialerapi_lead_events WHERE occurred_at_utc < :before ORDER BY occur
 -- name: read_lead(oli_id, before, max_rows, page_rows)^
 -- The lead read (GET /api/leads/{oli_id}) in one statement: the lead with its calling zones,
 -- the owner of its callback and the cap that held it (invisible columns), and a page of its call attempts, newest first,
--- below the cursor (an attempt id), as the JSON array the answer carries (rules.lead_events.read_lead
+-- below the cursor (an attempt id), as the JSON array the answer carries (rules.views.lead.read_lead
 -- documents its fields): the database writes it, so the driver parses one value instead of fifteen
 -- per call. `more`: whether older calls are left; `last_id`: the page's oldest attempt, the next
 -- cursor. ix_sales_call_attempts_lead holds (lead_id, id). Times 'YYYY-MM-DD HH:MM:SS' as stored
@@ -113,7 +113,7 @@ SELECT id, oli_id, data_id FROM sales_master WHERE oli_id IN :oli_ids;
 -- name: fallen_back_callbacks(edge, any_form_type, form_types, other_form_types, max_rows)
 -- Personal callbacks due at or before the fallback edge that no event has told of yet, of
 -- `form_types` (or of any with :any_form_type), none of `other_form_types` (campaigns with a
--- fallback of their own: issue #67). Each tuple holds at least one name ('' when none is meant).
+-- fallback of their own). Each tuple holds at least one name ('' when none is meant).
 SELECT m.id, m.oli_id, m.data_id, m.callback_agent_id, m.callback_scheduled_at
 FROM sales_master AS m
 WHERE m.callback_agent_id IS NOT NULL AND m.dial_status = 'Callback' AND m.callback_scheduled_at <= :edge

@@ -5,9 +5,9 @@
 -- Lock the rows of these oli_ids in oli_id order, so that overlapping batches lock in one order.
 -- The index is forced: on a small table the optimiser prefers a full scan, which locks rows in
 -- primary-key order and waits on every row other transactions hold. callback_agent_id: the owner
--- whose personal callback a push ends (issue #40); do_not_call: whether a listed number is news (issue #48);
+-- whose personal callback a push ends; do_not_call: whether a listed number is news;
 -- phone_number, phone_e164, call_zone_id, region, postal_code and consent_type: the phone facts a push keeps
--- when the number, place and consent are the same (issues #51, #68).
+-- when the number, place and consent are the same.
 SELECT id, oli_id, data_id, dial_status, isReserved, callback_agent_id, do_not_call, phone_number, phone_e164,
        call_zone_id, region, postal_code, consent_type
 FROM sales_master FORCE INDEX (uq_sales_master_oli_id)
@@ -18,12 +18,12 @@ FOR UPDATE;
 -- name: upsert_leads*!
 -- One multi-row statement: inserts new oli_ids, and on rows this transaction holds locked and found
 -- not live writes the contact fields and the dial-state reset, keeping created_at, and ends a
--- personal callback (callback_agent_id, issue #40). MySQL counts 1
+-- personal callback (callback_agent_id). MySQL counts 1
 -- affected row per insert and 2 per update (data_id always changes), which is how the caller
 -- notices that a concurrent push inserted a "new" oli_id first. Each row is a tuple in the order of
 -- the column list: positional placeholders spare PyMySQL a dict per row, and the last one is the
--- dial-state reset and both stamps as one db.Literal (leads.RESET_COLUMNS, issue #51), then the
--- customer's place and consent (issue #68; none when the push gives none).
+-- dial-state reset and both stamps as one db.Literal (leads.RESET_COLUMNS), then the
+-- customer's place and consent (none when the push gives none).
 INSERT INTO sales_master
   (oli_id, data_id, phone_number, client_name, form_type, priority_id, phone_e164, do_not_call,
    call_zone_id, dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause,

@@ -35,7 +35,7 @@ INSERT IGNORE INTO sales_pause_reasons (code, label, kind, needs_note, sort_orde
   ('day_reset', 'Day reset', 'system', 0, 103);
 
 -- name: seed_contact_caps()!
--- The shipped contact caps (issue #50, docs/compliance/contact-caps.md), off until an operator
+-- The shipped contact caps (docs/compliance/contact-caps.md), off until an operator
 -- enables one; an operator's enabled flag is never overwritten.
 INSERT IGNORE INTO dialerapi_contact_caps (name, max_attempts, window_seconds, region, form_type, enabled, preset, source)
 VALUES ('florida-oklahoma-3-per-24h', 3, 86400, 'US-FL,US-OK', NULL, 0, 1,
@@ -45,7 +45,7 @@ VALUES ('florida-oklahoma-3-per-24h', 3, 86400, 'US-FL,US-OK', NULL, 0, 1,
 
 -- name: seed_cap_consent_days()!
 -- Regulation F leaves calls placed within 7 days of the consumer's prior consent out of its count
--- (12 CFR 1006.14(b)(3)(i), (b)(4); migration 0026, issue #68): the preset's consent_days, as
+-- (12 CFR 1006.14(b)(3)(i), (b)(4); migration 0026): the preset's consent_days, as
 -- the migration gives it to a preset seeded before it.
 UPDATE dialerapi_contact_caps SET consent_days = 7 WHERE name = 'reg-f-7-in-7' AND preset = 1 AND consent_days IS NULL;
 

@@ -47,10 +47,10 @@ SELECT id FROM sales_agents WHERE outbound_blocked = 1 ORDER BY id;
 -- name: sim_next_due(form_type, now, fallback_edge, fallback_never)^
 -- When time alone next makes a lead of form_type due to a predictive claim (simulate.pacing, issue
 -- #52): `due`, the earliest claim_due after :now of its claimable leads; `owned_due`, apart, the
--- earliest due time of a personal callback (issue #40) that has not fallen back at :now, which is
+-- earliest due time of a personal callback that has not fallen back at :now, which is
 -- due to a predictive claim only at its fallback. NULL when there is none. A lead whose number is
 -- live through another lead is left out: it is claimable again at that call's settle, which the
--- floor hears of (issue #65: one live call per number).
+-- floor hears of (one live call per number).
 SELECT MIN(IF(m.claim_bucket = 1 AND m.callback_agent_id IS NOT NULL, NULL,
               IF(m.claim_due > :now, m.claim_due, NULL))) AS due,
        MIN(IF(m.claim_bucket = 1 AND m.callback_agent_id IS NOT NULL AND NOT :fallback_never, m.claim_due, NULL))

@@ -1,8 +1,8 @@
--- The agent-socket capacity of each host (issue #27, migration 0011).
+-- The agent-socket capacity of each host (migration 0011).
 
 -- name: write_socket_host(host, open_sockets, capacity, refused, workers, draining, fanout_lag_ms, too_slow, updated_at)!
--- draining (migration 0016, issue #38): the host got SIGTERM and is handing its sockets over.
--- fanout_lag_ms, too_slow (migration 0020, issue #64): how far its fan-out is behind, sockets closed
+-- draining (migration 0016): the host got SIGTERM and is handing its sockets over.
+-- fanout_lag_ms, too_slow (migration 0020): how far its fan-out is behind, sockets closed
 -- for falling behind.
 INSERT INTO dialerapi_socket_hosts (host, open_sockets, capacity, refused, workers, draining, fanout_lag_ms,
   too_slow, updated_at)

@@ -1,4 +1,4 @@
--- Webhook endpoints and deliveries (issue #48, rules.webhooks). Times are naive UTC. Callers own the
+-- Webhook endpoints and deliveries (rules.events.webhooks). Times are naive UTC. Callers own the
 -- transaction.
 
 -- name: insert_endpoint(url, secret, event_types, fanned_seq, created_at)!

@@ -1,5 +1,5 @@
 """The agent side's HTTP surface: one agent's missed activities (D7), the pause-reason catalog,
-agent tokens for the agent desktop's server (issue #28; D9) and the reference panel at /panel/.
+agent tokens for the agent desktop's server (D9) and the reference panel at /panel/.
 
 The socket itself is sides.agent.socket. Imports the rules, the plumbing and web, never another side.
 """
@@ -10,7 +10,8 @@ from flask import Blueprint, current_app, g, redirect, request, send_from_direct
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import agents, callbacks, catalog
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.leads import callbacks, catalog
 from dialerapi.sides.agent import schemas
 from dialerapi.web import agent_tokens, auth
 from dialerapi.web.auth import AGENT, CRM, opens, public
@@ -46,12 +47,12 @@ def missed_activities():
 @opens(CRM, AGENT)
 @limits.agent_callbacks
 def agent_callbacks():
-    """One agent's personal callbacks (issue #40): due in the next 24 hours and already due, oldest first.
+    """One agent's personal callbacks: due in the next 24 hours and already due, oldest first.
 
     Query: exactly one of agentId and extension (with an agent token, neither: the token's agent).
     200 {ok, agent_id, fallback_minutes (the floor's), items: [{oli_id, data_id, client_name,
     form_type, callback_scheduled_at, due, fallback_minutes (its campaign's), fallback_at,
-    minutes_until_fallback}]} (times 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE; rules.callbacks.agent_callbacks); the same as the socket's `dialer.callbacks`. 404
+    minutes_until_fallback}]} (times 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE; rules.leads.callbacks.agent_callbacks); the same as the socket's `dialer.callbacks`. 404
     unknown_agent / unknown_extension; 400 for neither, both or a malformed value; 403 forbidden for
     an agent token of another agent.
     """
@@ -79,7 +80,7 @@ def _agent_lookup(args):
 @agents_bp.post("/api/agent-tokens")
 @limits.agent_tokens
 def mint_agent_token():
-    """A token for one agent's panel (issue #28; decisions.md D9), for the agent desktop's server.
+    """A token for one agent's panel (decisions.md D9), for the agent desktop's server.
 
     Body: exactly one of agentId and extension, optional lifetimeSeconds. 201 {ok, agent_id, token,
     expires_at (ISO 8601 UTC), expires_in (seconds)}; 404 unknown_agent / unknown_extension; 400.
@@ -114,7 +115,7 @@ def panel_redirect():
 @public
 def favicon():
     """The service's icon (a headset), for the browser that opens /panel/ or /docs/ and asks for it
-    without a key: before issue #41 that was a 401, an error in the agent's console."""
+    without a key, not a 401 (an error in the agent's console)."""
     return send_from_directory(PANEL_DIR, "favicon.ico", mimetype="image/vnd.microsoft.icon", max_age=86400)
 
 
@@ -122,6 +123,6 @@ def favicon():
 @panel_bp.get("/panel/<name>")
 @public
 def panel(name):
-    """The reference agent panel (issue #28): static HTML, JS and CSS shipped in the package. Public:
+    """The reference agent panel: static HTML, JS and CSS shipped in the package. Public:
     it holds no secret; the agent's token reaches it in the URL fragment or from the host page."""
     return page_file(PANEL_DIR, name, PANEL_FILES)

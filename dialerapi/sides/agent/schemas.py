@@ -1,5 +1,5 @@
 """The agent side's request schemas: the missed-activities query (D7) and the agent-token request
-(issue #28; decisions.md D9), on the shared types of web.fields.
+(decisions.md D9), on the shared types of web.fields.
 """
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validates_schema
@@ -34,7 +34,7 @@ class MissedActivitiesQuery(Schema):
 
 
 class AgentTokenRequest(MissedActivitiesQuery, TokenLifetime):
-    """POST /api/agent-tokens body (issue #28): exactly one of `agentId` and `extension`, and
+    """POST /api/agent-tokens body: exactly one of `agentId` and `extension`, and
     optionally `lifetimeSeconds` (1 to AGENT_TOKEN_MAX_SECONDS; default AGENT_TOKEN_SECONDS).
 
     Loads to {agent_id} or {extension}, plus lifetime_seconds (None when not given).

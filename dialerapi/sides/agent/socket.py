@@ -1,6 +1,6 @@
 """The agent socket channel, /ws (decisions.md D9), with flask-sock.
 
-Who connects (issue #28, `admit`):
+Who connects (`admit`):
 - an agent panel in a browser, with its agent's token (`?token=`, since a browser cannot set
   headers on a socket, or a header): the agent is the token's; an `?agentId=` or `?extension=`
   that names another agent is refused (`agent_mismatch`);
@@ -14,13 +14,13 @@ and close 1008. Frames are JSON text `{"event": NAME, "data": {...}}`:
 - server to agent: `dialer.outbound_blocked` {agent_id, blocked} and `dialer.missed_activities`
   {agent_id, blocked, grace_minutes, items} on connect and whenever either differs from the last
   pair that socket got; then `dialer.callbacks` {agent_id, fallback_minutes, items} (the agent's
-  personal callbacks, issue #40: rules.callbacks.agent_callbacks) on connect and whenever it
+  personal callbacks: rules.leads.callbacks.agent_callbacks) on connect and whenever it
   differs from the last one that socket got; `agent.paused`, `agent.resumed`; `server_error`
   {reason}. A socket never gets the same state twice in a row: an outbox row committed before the
   socket connected, and tailed after, changes nothing the panel has.
 - agent to server: `agent.pause` {code, note?} and `agent.resume` {}.
 
-Capacity (issue #27): a host holds at most WS_MAX_SOCKETS sockets (`socket_slots`, shared by the
+Capacity: a host holds at most WS_MAX_SOCKETS sockets (`socket_slots`, shared by the
 workers of one gunicorn); past it a new socket gets `server_error` {reason: "at_capacity",
 retry_after: seconds} and close 1013 (try again later) at once. Each process serving sockets
 writes its host's count to dialerapi_socket_hosts every HEARTBEAT_SECONDS for /health and /metrics.
@@ -29,10 +29,10 @@ Changes reach the sockets through the outbox: every process serving sockets runs
 thread that tails dialerapi_outbox every POLL_SECONDS (`events.OutboxTail`: no row is skipped when
 rows commit out of id order) and sends fresh snapshots to its own sockets of the agents named
 there, so a change made by any process, host or the dialing engine reaches the agent's socket
-within 250 ms at the p99 (issue #38; D9 said 2 s). A poll that finds nothing is one primary-key
+within 250 ms at the p99 (D9 said 2 s). A poll that finds nothing is one primary-key
 range read: 10 a second per process serving sockets, however many sockets it holds.
 
-Restart (issue #38): gunicorn's SIGTERM (`systemctl restart`, a rolling upgrade) makes the worker
+Restart: gunicorn's SIGTERM (`systemctl restart`, a rolling upgrade) makes the worker
 stop accepting; the hub sees it (`EventHub.watch`, set by deploy/gunicorn.conf.py) within a poll,
 marks its agents panel-inactive, then closes every socket with 1012 (service restart), so each
 panel reconnects through nginx to another host and gets a fresh snapshot there. A socket opened on
@@ -53,8 +53,10 @@ from flask_sock import Sock
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 from dialerapi.plumbing.socket_slots import SocketSlots
-from dialerapi.rules import agents, callbacks, claims
-from dialerapi.rules.events import OutboxTail
+from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.core import vocabulary
+from dialerapi.rules.events.outbox import OutboxTail
+from dialerapi.rules.leads import callbacks
 from dialerapi.web import auth
 from dialerapi.web.agent_tokens import InvalidToken
 from dialerapi.web.auth import origin_allowed, public
@@ -65,18 +67,18 @@ log = logging.getLogger(__name__)
 sock = Sock()
 
 # A change waits for the next poll: 0 to 0.1 s, so the p99 stays under 250 ms with room for the
-# snapshot read and the send (issue #38).
+# snapshot read and the send.
 POLL_SECONDS = 0.1
 PING_SECONDS = 25
 HEARTBEAT_SECONDS = 5
 # The largest message a panel sends is a pause with an 80-character note; 4 KiB leaves room for
-# growth. A larger one closes the socket with 1009 before more of it is buffered (issue #17).
+# growth. A larger one closes the socket with 1009 before more of it is buffered.
 MAX_MESSAGE_BYTES = 4096
 SERVER_OPTIONS = {"ping_interval": PING_SECONDS, "max_message_size": MAX_MESSAGE_BYTES}
 
 
 class AgentConnection:
-    """One open socket of an agent. Its frames go through its own SendQueue (issue #64), so the hub
+    """One open socket of an agent. Its frames go through its own SendQueue, so the hub
     thread that sends to every panel of the process never waits on this one."""
 
     def __init__(self, ws, agent_id, max_bytes, on_too_slow=None):
@@ -110,7 +112,7 @@ class EventHub:
         self.draining = False
         self.too_slow = 0  # sockets closed for falling behind (SendQueue), since this process started
         self.last_pass = None  # when the outbox thread last finished a poll and its sends (monotonic)
-        # Other feeds on this process's sockets (the supervisor board, issue #49): objects with
+        # Other feeds on this process's sockets (the supervisor board): objects with
         # `changed(agent_ids)`, called after every poll with the agents named by the outbox or the
         # agent state history since the last (often none), and `drain()`.
         self.listeners = []
@@ -136,7 +138,7 @@ class EventHub:
                 self.last_pass = time.monotonic()
                 self._thread = threading.Thread(target=self._tail, args=tails, name="dialerapi-outbox", daemon=True)
                 self._thread.start()
-                # Its own thread: a fan-out that stalls is still reported (issue #64).
+                # Its own thread: a fan-out that stalls is still reported.
                 threading.Thread(target=self._beat, name="dialerapi-heartbeat", daemon=True).start()
 
     def count_too_slow(self):
@@ -178,7 +180,7 @@ class EventHub:
             return not sockets
 
     def drain(self):
-        """Hand this process's sockets to the other hosts (issue #38): mark their agents
+        """Hand this process's sockets to the other hosts: mark their agents
         panel-inactive, say so in the host's heartbeat, then close each socket with 1012.
 
         The agents are marked before any close is sent, so a panel that reconnects at once to another
@@ -194,7 +196,7 @@ class EventHub:
 
         def mark_inactive(conn):
             for agent_id in agent_ids:
-                claims.set_availability(conn, agent_id, panel_active=False)
+                agents.set_availability(conn, agent_id, panel_active=False)
 
         try:
             self.app.extensions["dialerapi.db"].run(mark_inactive)
@@ -210,8 +212,8 @@ class EventHub:
         """The state events of an agent, read in one transaction: (outbound_blocked data,
         missed_activities data, callbacks data). `connecting`: for a socket that has just
         connected, the same transaction marks the agent panel-active (one transaction per connect:
-        a host takes over another's sockets at once in a restart, issue #38). Raises
-        agents.UnknownAgent."""
+        a host takes over another's sockets at once in a restart). Raises
+        vocabulary.UnknownAgent."""
         config = self.app.config
         tz = config["DB_TIMEZONE"]
 
@@ -219,7 +221,7 @@ class EventHub:
             agent = agents.find_agent(conn, agent_id=agent_id)
             if connecting:
                 # A connected panel is what makes an agent "panel-active" for the claim.
-                claims.set_availability(conn, agent_id, panel_active=True)
+                agents.set_availability(conn, agent_id, panel_active=True)
             report = agents.missed_activities(conn, now, tz, config["MISSED_ACTIVITY_GRACE_MINUTES"], agent=agent)
             return report, callbacks.agent_callbacks(conn, agent_id, now, tz)
 
@@ -230,7 +232,7 @@ class EventHub:
     def send_state(self, connections, connecting=False):
         """Send the state events to `connections` of one agent, each only when it differs from what
         that socket last got; a closed socket is dropped. `connecting`: as for `snapshot`. Raises
-        agents.UnknownAgent."""
+        vocabulary.UnknownAgent."""
         connections = list(connections)
         if not connections:
             return
@@ -281,9 +283,9 @@ class EventHub:
                         connections = set(self._connections.get(agent_id, ()))
                     try:
                         self.send_state(connections)
-                    except agents.UnknownAgent:  # removed from the roster; their sockets close on their own
+                    except vocabulary.UnknownAgent:  # removed from the roster; their sockets close on their own
                         log.info("no state to send: agent %s is not on the roster", agent_id)
-                # After the panels: a panel's 250 ms (issue #38) does not wait for the board's read.
+                # After the panels: a panel's 250 ms does not wait for the board's read.
                 for listener in list(self.listeners):
                     listener.changed(changed)
                 self.last_pass = time.monotonic()
@@ -294,7 +296,7 @@ class EventHub:
 
 
 def decline_compression():
-    """before_request hook: /ws never negotiates permessage-deflate (issue #17, finding 2).
+    """before_request hook: /ws never negotiates permessage-deflate (finding 2).
 
     simple-websocket accepts any extension a client offers and wsproto inflates a compressed frame
     whole, before any size check: 1 MB on the wire became 2 GB in a worker. Panels' messages are a
@@ -316,7 +318,7 @@ def _lookup():
 
 def admit(config):
     """Who this socket's handshake names: (lookup, None) with `lookup` {agent_id} or {extension} plus
-    "token_agent_id" when a token named the agent, or (None, reason) for a refusal (D9, issue #28)."""
+    "token_agent_id" when a token named the agent, or (None, reason) for a refusal (D9)."""
     if not origin_allowed(request.headers.get("Origin"), request.headers.get("Host"), config["WS_ALLOWED_ORIGINS"]):
         return None, "origin_not_allowed"
     url_keys = [key for key in request.args.getlist("key") if key]
@@ -389,7 +391,7 @@ def _serve(app, hub, ws, lookup):
     try:
         try:
             hub.send_state([connection], connecting=True)
-        except agents.UnknownAgent:  # a token of a removed agent opens nothing
+        except vocabulary.UnknownAgent:  # a token of a removed agent opens nothing
             return reject(ws, "unknown_agent")
         while True:
             frame = ws.receive(timeout=RECEIVE_WAKE_SECONDS)
@@ -402,7 +404,7 @@ def _serve(app, hub, ws, lookup):
     finally:
         connection.queue.stop()
         if hub.remove(connection):
-            db.run(claims.set_availability, agent_id, panel_active=False)
+            db.run(agents.set_availability, agent_id, panel_active=False)
 
 
 def _handle(db, agent_id, frame, tz):
@@ -412,7 +414,7 @@ def _handle(db, agent_id, frame, tz):
         event, data = message["event"], message.get("data") or {}
         if not isinstance(data, dict):
             raise TypeError("data must be an object")
-        # A \ud800 escape parses to a lone surrogate, which utf8mb4 cannot store (issue #17).
+        # A \ud800 escape parses to a lone surrogate, which utf8mb4 cannot store.
         json.dumps(data, ensure_ascii=False).encode("utf-8")
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return "server_error", {"reason": "invalid_message"}

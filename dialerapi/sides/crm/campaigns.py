@@ -1,4 +1,4 @@
-"""Campaigns for the CRM (issue #67 item 2; docs/crm/campaigns.md): read them, change their
+"""Campaigns for the CRM (docs/crm/campaigns.md): read them, change their
 settings, pause and resume them. The CRM key changes; the supervisor role reads (web.auth).
 Every change is kept with the credential that made it and told as a campaign.* event.
 
@@ -9,7 +9,8 @@ from flask import Blueprint, g
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import campaigns, dialstate
+from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.sides.crm import schemas
 from dialerapi.web.auth import CRM, SUPERVISOR, opens
 from dialerapi.web.requests import db_timezone, json_body, load
@@ -23,7 +24,7 @@ def _form_type(form_type):
 
 
 def _campaign(conn, form_type, now, tz, known=True):
-    config = dialstate.load_config(conn)
+    config = dialer_config.load_config(conn)
     if known:
         campaigns.require_known(conn, config, form_type)
     return {**campaigns.view(config, form_type, now, tz), "history": campaigns.history(conn, form_type)}
@@ -41,7 +42,7 @@ def list_campaigns():
     tz = db_timezone()
 
     def read(conn):
-        config = dialstate.load_config(conn)
+        config = dialer_config.load_config(conn)
         now = clock.now(tz)
         return [campaigns.view(config, form_type, now, tz) for form_type in campaigns.form_types(conn, config)]
 

@@ -1,4 +1,4 @@
-"""The CRM's do-not-call requests (issue #68 item 5): a revocation taken over HTTP, honoured at
+"""The CRM's do-not-call requests: a revocation taken over HTTP, honoured at
 the next claim of every lead with that number (the FCC's 2024 rule allows ten business days; the
 service takes it at once). docs/compliance/do-not-call.md."""
 
@@ -7,7 +7,7 @@ from marshmallow.validate import OneOf
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import dnc
+from dialerapi.rules.compliance import do_not_call as dnc
 from dialerapi.web.fields import ApiSchema, OliId, PhoneNumber, Text
 from dialerapi.web.requests import db_timezone, json_body, load
 
@@ -31,7 +31,7 @@ class DncPathSchema(ApiSchema):
 @dnc_bp.post("/api/dnc")
 @limits.crm_actions
 def list_number():
-    """List a phone number now (issue #68 item 5). Body {phone, reason: revoked | request |
+    """List a phone number now. Body {phone, reason: revoked | request |
     registry, oli_id?}. 201 {ok, phone (E.164), added: true}; 200 with added false when it was
     listed already; 400 validation_failed (D3)."""
     body = load(DncRequestSchema().load, json_body())
@@ -42,7 +42,7 @@ def list_number():
 @dnc_bp.delete("/api/dnc/<phone>")
 @limits.crm_actions
 def remove_number(phone):
-    """Take a phone number off the list (issue #68 item 5): 200 {ok, phone, removed (false: it was
+    """Take a phone number off the list: 200 {ok, phone, removed (false: it was
     not listed)}; 400 validation_failed for a path that is no phone number."""
     path = load(DncPathSchema().load, {"phone": phone})
     return {"ok": True, **get_db().run(dnc.crm_remove, path["phone"], clock.now(db_timezone()))}

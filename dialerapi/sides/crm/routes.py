@@ -9,7 +9,10 @@ from flask import Blueprint, request
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import actions, lead_events, leads
+from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.events import lead_events
+from dialerapi.rules.leads import push as leads
+from dialerapi.rules.views import lead as lead_read
 from dialerapi.sides.crm import schemas
 from dialerapi.sides.crm.campaigns import campaigns_bp
 from dialerapi.sides.crm.dnc import dnc_bp
@@ -85,14 +88,14 @@ def pending_disposition():
 @results_bp.get("/api/leads/<path:oli_id>")
 @limits.crm_reads
 def read_lead(oli_id):
-    """One lead as it stands and its call attempts, newest first (issue #48; docs/crm/results.md).
+    """One lead as it stands and its call attempts, newest first (docs/crm/results.md).
 
     Query: limit (1-200 calls, default 50), cursor (the `next` of the page before). 200 {ok, lead,
     calls, next (cursor or null)}; times 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE; 404 unknown_oli_id;
     400 validation_failed for a bad oli_id, limit or cursor.
     """
     query = load(LEAD_READ.load, {**request.args.to_dict(), "oli_id": oli_id})
-    page = get_db().run(lead_events.read_lead, query["oli_id"], query["cursor"], query["limit"], db_timezone())
+    page = get_db().run(lead_read.read_lead, query["oli_id"], query["cursor"], query["limit"], db_timezone())
     # The calls come as JSON written by the database; the answer carries them as they are.
     return {"ok": True, "lead": page["lead"], "calls": orjson.Fragment(page["calls_json"]), "next": page["next"]}
 
@@ -100,7 +103,7 @@ def read_lead(oli_id):
 @results_bp.get("/api/lead-events")
 @limits.crm_reads
 def lead_event_feed():
-    """The lead events after a cursor, in order (issue #48; docs/crm/results.md).
+    """The lead events after a cursor, in order (docs/crm/results.md).
 
     Query: after (a `next` this feed returned; none: from the oldest kept), limit (1-1000, default
     100). 200 {ok, events: [{id, type, occurred_at (UTC), occurred_at_local (DB_TIMEZONE), oli_id,

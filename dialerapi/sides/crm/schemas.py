@@ -6,15 +6,26 @@ from marshmallow import ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from dialerapi.plumbing.clock import instant
-from dialerapi.rules import calling_rules, places
+from dialerapi.rules.compliance import calling_rules, places
 from dialerapi.web.fields import (
-    EMPLOYEE_ID, MAX_BATCH, MAX_CALLBACK_PAST, PHONE_DIGITS, ApiSchema, OliId, PhoneNumber, RequestContext,
-    StrictInteger, Text, WallClockDateTime, is_unicode_text, phone_digits
+    EMPLOYEE_ID,
+    MAX_BATCH,
+    MAX_CALLBACK_PAST,
+    PHONE_DIGITS,
+    ApiSchema,
+    OliId,
+    PhoneNumber,
+    RequestContext,
+    StrictInteger,
+    Text,
+    WallClockDateTime,
+    is_unicode_text,
+    phone_digits,
 )
 
 
 class ConsentSchema(ApiSchema):
-    """A lead's `consent` (issue #68 item 4): `type` written | express | ebr (an established
+    """A lead's `consent`: `type` written | express | ebr (an established
     business relationship), `at` (when it was given: D2, wall-clock DB_TIMEZONE) and `source`
     (where the CRM recorded it: a form's URL, a recording's id; up to 255 characters)."""
 
@@ -24,7 +35,7 @@ class ConsentSchema(ApiSchema):
 
 
 class Region(Text):
-    """A region (issue #68 item 2), as ISO writes it: `US-LA` (3166-2, a US state) or a country's
+    """A region, as ISO writes it: `US-LA` (3166-2, a US state) or a country's
     alpha-2 code (`GB`); the OpenAPI document lists them (places.REGIONS)."""
 
     def __init__(self, **kwargs):
@@ -44,7 +55,7 @@ class LeadSchema(ApiSchema):
 
     Loads to a dict with oli_id, phone_number (digits), client_name, form_type, priority_id,
     callback_scheduled_at (naive DB_TIMEZONE datetime or None) and callback_scheduled_at_sent (the
-    value exactly as sent, for the response); and when sent (issue #68) region (`US-LA`),
+    value exactly as sent, for the response); and when sent region (`US-LA`),
     postal_code and consent ({type, at, source}): a push states the lead as the CRM has it, so a
     lead pushed without them has none. `data_id` and `agent_id` are unknown fields.
     """
@@ -59,11 +70,11 @@ class LeadSchema(ApiSchema):
     callback_scheduled_at = WallClockDateTime(load_default=None, allow_none=True, metadata={
         "description": "Only with a callback priority (is_callback; the seeded 1); 400 otherwise"})
     region = Region(load_default=None, allow_none=True, metadata={
-        "description": "Where the customer is, when the CRM knows (issue #68): US-LA, or a country (GB); it wins "
+        "description": "Where the customer is, when the CRM knows: US-LA, or a country (GB); it wins "
                        "over the postal code and the number's area code for the calling rules"})
     postal_code = Text(load_default=None, allow_none=True, validate=Regexp(
         r"^[0-9A-Za-z][0-9A-Za-z -]{0,9}$", error="must be a postal code: up to 10 letters, digits, spaces and -"),
-        metadata={"description": "A US ZIP code places the customer in its state (issue #68)"})
+        metadata={"description": "A US ZIP code places the customer in its state"})
     consent = fields.Nested(ConsentSchema, load_default=None, allow_none=True)
 
     @validates_schema(skip_on_field_errors=False)
@@ -169,7 +180,7 @@ def load_each(leads, priorities, deserialize=None):
     """Each of `leads` loaded on its own, inside a RequestContext with "tz" and "priorities":
     ([loaded lead, ...] of those valid, in order, {index: LeadSchema's messages} of the others).
 
-    A batch push refuses the whole batch when `errors` is not empty; a list import (issue #39)
+    A batch push refuses the whole batch when `errors` is not empty; a list import
     writes the valid ones and reports each of the others.
     """
     deserialize = deserialize or LeadSchema().load
@@ -215,13 +226,13 @@ def _optional_text(max_chars):
 
 
 def _callback_agent_id():
-    """`callbackAgentId` (issue #40): the employee id of the agent the callback waits for; null or absent: anyone."""
+    """`callbackAgentId`: the employee id of the agent the callback waits for; null or absent: anyone."""
     return StrictInteger(load_default=None, allow_none=True, validate=EMPLOYEE_ID)
 
 
 class SendCallbackSchema(ApiSchema):
     """POST /api/send-callback-request: `oliId` and exactly one of `scheduledAt` / `ScheduledAt` (D5),
-    and the optional `callbackAgentId` (issue #40).
+    and the optional `callbackAgentId`.
 
     Loads to {oli_id, scheduled_at (naive DB_TIMEZONE datetime), callbackAgentId}; past times are accepted.
     """
@@ -262,7 +273,7 @@ class PendingCallbackSchema(AuditSchema):
 
     Loads to {oli_id, action: "callback", scheduled_at, agentId, extension, callbackType,
     workStatus, subDisposition, remarks, callbackAgentId}. `agentId` is the audit field (who filed
-    it); `callbackAgentId` the agent the callback waits for (issue #40).
+    it); `callbackAgentId` the agent the callback waits for.
     """
 
     oliId = OliId(required=True)
@@ -319,7 +330,7 @@ class QueryInteger(Cursor):
 
 
 class LeadReadQueryParameters(ApiSchema):
-    """GET /api/leads/{oli_id} query (issue #48): `limit` calls per page (1-200, default 50) and
+    """GET /api/leads/{oli_id} query: `limit` calls per page (1-200, default 50) and
     `cursor` (the `next` of the page before). Unknown parameters are 400."""
 
     limit = QueryInteger(load_default=50, validate=Range(1, 200, error="must be 1-200"),
@@ -334,7 +345,7 @@ class LeadReadQuery(LeadReadQueryParameters):
 
 
 class LeadEventsQuery(ApiSchema):
-    """GET /api/lead-events query (issue #48): `after` (a `next` this feed returned; none: from the
+    """GET /api/lead-events query: `after` (a `next` this feed returned; none: from the
     oldest event kept) and `limit` (1-1000, default 100)."""
 
     after = Cursor(load_default=0, metadata={**CURSOR_RANGE, "default": 0})
@@ -343,6 +354,6 @@ class LeadEventsQuery(ApiSchema):
 
 
 class CampaignPath(ApiSchema):
-    """The {form_type} of /api/campaigns/{form_type}: a campaign is a lead's form_type (issue #67)."""
+    """The {form_type} of /api/campaigns/{form_type}: a campaign is a lead's form_type."""
 
     form_type = Text(required=True, validate=Length(1, 64))

@@ -1,7 +1,7 @@
 """The engine side's HTTP surface, /engine/ (docs/engine/api.md, "The engine API"): claim, bridge,
 call-connected, settle, agent state and the floor state, opened by ENGINE_SECRET only (web.auth, ENGINE).
 
-Each view runs one function of rules.engine in a transaction. Imports the rules, the plumbing and
+Each view runs one function of rules.dialing.engine in a transaction. Imports the rules, the plumbing and
 web, never another side.
 """
 
@@ -9,7 +9,8 @@ from flask import Blueprint, current_app
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import engine, floor
+from dialerapi.rules.dialing import engine
+from dialerapi.rules.views import floor
 from dialerapi.sides.engine import schemas
 from dialerapi.sides.engine.schemas import EngineFloorSchema
 from dialerapi.web.requests import db_timezone, json_body, load
@@ -73,11 +74,11 @@ def engine_agent_state():
 
 @engine_bp.post("/floor")
 def engine_floor():
-    """The floor per form_type for a pacing engine (issue #29): 200 {ok, at, maintenance,
+    """The floor per form_type for a pacing engine: 200 {ok, at, maintenance,
     leads_due_cap, floor_abandons, form_types: [{form_type, agents, calls, leads_due, leads_due_capped,
     abandons, personal_callbacks}]}.
 
-    One consistent snapshot (rules.floor.floor_state); `at` is its `now`, wall-clock DB_TIMEZONE.
+    One consistent snapshot (rules.views.floor.floor_state); `at` is its `now`, wall-clock DB_TIMEZONE.
     Reads only: no request_id, nothing stored.
     """
     wanted = load(EngineFloorSchema().load, json_body())

@@ -4,9 +4,9 @@
 
 from marshmallow.validate import Length, OneOf, Range
 
-from dialerapi.rules.agents import CONNECTED_CALL_TYPES
-from dialerapi.rules.dialstate import CALL_TYPES, OUTCOMES, REDIAL
-from dialerapi.rules.engine import CLAIM_MODES
+from dialerapi.rules.agents.roster import CONNECTED_CALL_TYPES
+from dialerapi.rules.core.vocabulary import CALL_TYPES, OUTCOMES, REDIAL
+from dialerapi.rules.dialing.engine import CLAIM_MODES
 from dialerapi.web.fields import EMPLOYEE_ID, ApiSchema, OliId, StrictBoolean, StrictInteger, Text, WallClockDateTime
 
 
@@ -30,7 +30,7 @@ class ProgressiveClaimSchema(ApiSchema):
 
 class PredictiveClaimSchema(ApiSchema):
     """POST /engine/claim, mode predictive: {mode, request_id, form_type?, ahead?}: a lead that a free agent
-    could take (skill and priority), of `form_type` only when given (issue #29: pacing per skill)."""
+    could take (skill and priority), of `form_type` only when given (pacing per skill)."""
 
     mode = Text(required=True, validate=OneOf(["predictive"]))
     request_id = _request_id()
@@ -52,7 +52,7 @@ class NamedClaimSchema(ApiSchema):
     agent_id = StrictInteger(required=True, validate=EMPLOYEE_ID)
     oli_id = _engine_oli_id(required=True)
     customer_request = StrictBoolean(load_default=False, metadata={
-        "description": "A redial the customer asked for (issue #50): not held to the contact caps, nor counted "
+        "description": "A redial the customer asked for: not held to the contact caps, nor counted "
                        "against them. Default false."})
 
 
@@ -145,7 +145,7 @@ class EngineAgentStateSchema(ApiSchema):
 
 
 class EngineFloorSchema(ApiSchema):
-    """POST /engine/floor: {form_type?}: the floor per form_type for a pacing engine (issue #29)."""
+    """POST /engine/floor: {form_type?}: the floor per form_type for a pacing engine."""
 
     form_type = Text(validate=Length(1, 64), metadata={
         "description": "Only this form_type (answered even when no agent has it). Omitted: every form_type some "

@@ -1,2 +1,2 @@
 """The monitor's side: /healthz for anyone, /health, /api/health and /metrics for MONITOR_SECRET
-(or WS_SECRET) (D8; issue #28)."""
+(or WS_SECRET) (D8)."""

@@ -1,5 +1,5 @@
 """The monitor side: liveness for anyone (/healthz), detailed health and Prometheus metrics for
-the sysadmin's cron and Prometheus (D8), opened by MONITOR_SECRET or WS_SECRET (issue #28).
+the sysadmin's cron and Prometheus (D8), opened by MONITOR_SECRET or WS_SECRET.
 
 Imports upkeep (health, observability), the plumbing and web, never another side.
 """

@@ -1,4 +1,4 @@
-"""The supervisor board's socket, /board/ws (issue #49), with flask-sock.
+"""The supervisor board's socket, /board/ws, with flask-sock.
 
 Who connects: a supervisor, with a supervisor token (`?token=`, since a browser cannot set headers
 on a socket, or a header) or, from a server, SUPERVISOR_SECRET in a header; the key in the URL is
@@ -8,7 +8,7 @@ refused (`key_in_url`). The Origin rule is the agents' socket's (WS_ALLOWED_ORIG
 Frames, server to board, JSON text `{"event": NAME, "data": {...}}`:
 - `board.snapshot` {now (ISO 8601 UTC to the millisecond, the service clock), settings:
   {pause_alert_seconds, amber_points}, floor, agents} on connect
-  (and so after every reconnect): rules.board.snapshot, shared by boards joining together (BoardFeed.join);
+  (and so after every reconnect): rules.views.board.snapshot, shared by boards joining together (BoardFeed.join);
 - `board.update` {now (as the snapshot's), agents: [changed rows], removed: [agent_id], floor?}: one frame per batch of
   changes, with the rows of the agents whose state, call or missed activities changed since the
   last frame (the outbox and the agent state history, tailed by the agents' EventHub), the agents
@@ -18,7 +18,7 @@ The board sends nothing; a frame from it is ignored. Sockets share the host's so
 (WS_MAX_SOCKETS) with the agents' panels, and close with 1012 when the host drains. One
 credential holds at most BOARD_MAX_PER_TOKEN (a supervisor token) or BOARD_MAX_PER_SECRET
 (SUPERVISOR_SECRET) boards open in a worker process; the next gets `server_error`
-`too_many_boards` {limit, retry_after} and close 1013 (issue #64).
+`too_many_boards` {limit, retry_after} and close 1013.
 """
 
 import collections
@@ -32,7 +32,8 @@ from flask import current_app, request
 from flask_sock import Sock
 
 from dialerapi.plumbing import clock
-from dialerapi.rules import agent_states, board
+from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.views import board
 from dialerapi.web import agent_tokens, auth
 from dialerapi.web.agent_tokens import InvalidToken
 from dialerapi.web.auth import public
@@ -59,7 +60,7 @@ class BoardFeed:
     def __init__(self, app):
         self.app = app
         self._lock = threading.Lock()
-        self._sockets = {}  # ws -> its SendQueue (issue #64: the hub thread never waits on one board)
+        self._sockets = {}  # ws -> its SendQueue (the hub thread never waits on one board)
         self._pending = set()
         self._rows = {}  # agent_id -> the last row sent
         self._tiles = None
@@ -78,14 +79,14 @@ class BoardFeed:
     def join(self, ws):
         """Send `ws` a snapshot and add it to the feed.
 
-        A join never changes what the open boards were sent (issue #64: it used to overwrite the
+        A join never changes what the open boards were sent (it used to overwrite the
         feed's rows with its snapshot, so a change the snapshot already held was never sent to the
         boards open before it). The rows and tiles the feed keeps are those its updates sent; a row
         of the snapshot that differs from them (a change no poll has reported yet, an agent the feed
         has not seen) is read again at the next update and sent to every board, the new one too,
         even when it has changed back to what the others were sent, and so are the tiles.
 
-        Boards joining together share one snapshot (issue #64 item 4: 200 boards opening at once
+        Boards joining together share one snapshot (200 boards opening at once
         each read and encoded their own, one after another, and the last waited 11.6 s): a
         snapshot whose read began after this board asked, with no update read since, is the one
         this board would read itself, and is sent again as it is."""
@@ -183,7 +184,7 @@ class BoardFeed:
                 queue.put(frame)
 
     def drain(self):
-        """Close every board socket with 1012: the board reconnects to another host (issue #38)."""
+        """Close every board socket with 1012: the board reconnects to another host."""
         with self._lock:
             queues, self._sockets = list(self._sockets.values()), {}
         for queue in queues:
@@ -209,7 +210,7 @@ def feed(app):
 
 
 class Holders:
-    """The board sockets each credential holds open in this process (issue #64): a supervisor token
+    """The board sockets each credential holds open in this process: a supervisor token
     at most BOARD_MAX_PER_TOKEN, SUPERVISOR_SECRET at most BOARD_MAX_PER_SECRET, so one credential
     cannot take the sockets the agents' panels need."""
 

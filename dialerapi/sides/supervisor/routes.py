@@ -1,4 +1,4 @@
-"""The supervisor side's HTTP surface (issue #49): the board's page at /board/ and its snapshot,
+"""The supervisor side's HTTP surface: the board's page at /board/ and its snapshot,
 the agent time report, and supervisor tokens for the supervisor desktop's server.
 
 The board's socket is sides.supervisor.board. Imports the rules, the plumbing and web, never
@@ -11,7 +11,8 @@ from flask import Blueprint, current_app, redirect, request
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules import agent_states, board as board_rules
+from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.views import board as board_rules
 from dialerapi.sides.supervisor import board, schemas
 from dialerapi.web import agent_tokens
 from dialerapi.web.auth import CRM, SUPERVISOR, opens, public
@@ -38,7 +39,7 @@ def board_redirect():
 @supervisor_bp.get("/board/<name>")
 @public
 def board_page(name):
-    """The supervisor board (issue #49): static HTML, JS and CSS shipped in the package. Public: it
+    """The supervisor board: static HTML, JS and CSS shipped in the package. Public: it
     holds no secret; the supervisor's token reaches it in the URL fragment."""
     return page_file(BOARD_DIR, name, BOARD_FILES)
 
@@ -47,7 +48,7 @@ def board_page(name):
 @opens(SUPERVISOR)
 @limits.board_reads
 def board_snapshot():
-    """The board as its socket's `board.snapshot` sends it (issue #49): 200 {ok, now (ISO 8601 UTC),
+    """The board as its socket's `board.snapshot` sends it: 200 {ok, now (ISO 8601 UTC),
     floor: {at, maintenance, work_window, leads_due_cap, floor_abandons, form_types: [... abandons
     with `level` green / amber / red]}, agents: [{agent_id, name, extension, skills, state, since,
     pause_code, reason_note, form_type, wrapup_until, calls, talk_seconds}]}. Supervisor only."""
@@ -59,7 +60,7 @@ def board_snapshot():
 @opens(SUPERVISOR, CRM)
 @limits.board_reads
 def agent_report():
-    """The agent time report (issue #49), as `dialerapi report agents --json`.
+    """The agent time report, as `dialerapi report agents --json`.
 
     Query: from, to (YYYY-MM-DD, DB_TIMEZONE days, both included, at most 92 days), agentId
     (optional). 200 {ok, from, to, timezone, days: [{agent_id, day, login_seconds, free_seconds,
@@ -77,7 +78,7 @@ def agent_report():
 @supervisor_bp.post("/api/supervisor-tokens")
 @limits.agent_tokens
 def mint_supervisor_token():
-    """A token for a supervisor's browser (issue #49), for the supervisor desktop's server (CRM key).
+    """A token for a supervisor's browser, for the supervisor desktop's server (CRM key).
 
     Body: {name, lifetimeSeconds?}. 201 {ok, supervisor, token, expires_at (ISO 8601 UTC),
     expires_in (seconds)}. The token opens the board, its socket and the agent report, nothing else.

@@ -1,12 +1,12 @@
-"""The supervisor side's request schemas: the agent report's query and the supervisor-token request
-(issue #49), on the shared types of web.fields."""
+"""The supervisor side's request schemas: the agent report's query and the supervisor-token request,
+on the shared types of web.fields."""
 
 from datetime import date
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, Regexp
 
-from dialerapi.rules import agent_states
+from dialerapi.rules.agents import state_history as agent_states
 from dialerapi.web.agent_tokens import MAX_NAME_CHARS
 from dialerapi.web.fields import DAY_PATTERN, EMPLOYEE_ID, Text, TokenLifetime
 

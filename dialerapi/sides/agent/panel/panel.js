@@ -1,4 +1,4 @@
-// The reference agent panel (issue #28; docs/agents/panel.md "The reference agent panel"). Plain JavaScript, no
+// The reference agent panel (docs/agents/panel.md "The reference agent panel"). Plain JavaScript, no
 // build step: copy it into an agent desktop and keep the wire protocol of decisions.md D9.
 //
 // The token comes from the URL fragment (#token=..., which the panel then removes from the address
@@ -164,7 +164,7 @@
     $("no-activities").hidden = data.items.length !== 0;
   }
 
-  // Personal callbacks (issue #40): times are the service's wall clock (DB_TIMEZONE), shown as sent.
+  // Personal callbacks: times are the service's wall clock (DB_TIMEZONE), shown as sent.
   function fallbackText(item) {
     if (item.fallback_at === null) { return "never"; }
     return item.minutes_until_fallback > 0

@@ -1,4 +1,4 @@
-// The supervisor board (issue #49; docs/supervisors/board.md). Plain JavaScript, no build step.
+// The supervisor board (docs/supervisors/board.md). Plain JavaScript, no build step.
 //
 // The supervisor token comes from the URL fragment (#token=..., removed from the address bar at
 // once) or from the host page: window.DIALERAPI_BOARD = {token: "...", baseUrl: "https://dialer.example"}.
@@ -114,7 +114,7 @@
   }
 
   // The campaign filter is rebuilt only when its campaigns change: rebuilt at every tiles frame, it
-  // closed a supervisor's open dropdown twice a second (issue #64). The choice is kept.
+  // closed a supervisor's open dropdown twice a second. The choice is kept.
   function setFormTypes(names) {
     var select = $("filter-form-type"), chosen = select.value;
     var shown = Array.prototype.slice.call(select.options, 1).map(function (option) { return option.value; });
@@ -165,7 +165,7 @@
     el.appendChild(rates);
     var held = heldText(ft.leads_held);
     if (held) {
-      // Issue #68: the leads each rule holds back, as the minute's count left them.
+      // The leads each rule holds back, as the minute's count left them.
       var line = document.createElement("div");
       line.className = "held";
       line.dataset.figure = "leads_held";
@@ -174,7 +174,7 @@
     }
     var c = ft.campaign;
     if (c && !c.open) {
-      // Issue #67: a paused, ended or closed campaign dials none of its leads; say until when.
+      // A paused, ended or closed campaign dials none of its leads; say until when.
       var closed = document.createElement("div");
       closed.className = "campaign-closed";
       closed.dataset.figure = "campaign";
