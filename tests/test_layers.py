@@ -7,6 +7,7 @@ function. The OpenAPI document is held byte for byte to tests/data/openapi.json,
 cannot change it."""
 
 import ast
+import re
 
 import shutil
 import subprocess
@@ -114,3 +115,17 @@ def test_every_module_stays_under_450_lines():
     long = {str(path.relative_to(ROOT)): count for path in sorted((ROOT / "dialerapi").rglob("*.py"))
             if (count := len(path.read_text(encoding="utf-8").splitlines())) >= MODULE_MAX_LINES}
     assert long == {}, f"modules of {MODULE_MAX_LINES} lines or more: split them"
+
+
+ISSUE_NUMBER = re.compile(r"\b[Ii]ssues? #\d+")
+
+
+def test_the_code_and_the_docs_titles_cite_no_issue_number():
+    """A reader has no tracker: code says why in its own words and cites the spec or a docs page;
+    history is CHANGELOG.md's."""
+    code = [f"{path.relative_to(ROOT)}:{number}" for path in sorted((ROOT / "dialerapi").rglob("*"))
+            if path.suffix in (".py", ".sql", ".js", ".html", ".css")
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if ISSUE_NUMBER.search(line)]
+    titles = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "docs").rglob("*.md"))
+              if ISSUE_NUMBER.search(path.read_text(encoding="utf-8").split("\n", 1)[0])]
+    assert code == [] and titles == []

@@ -5,6 +5,8 @@ with why it may not be called now, and its calls (marshmallow schemas for the do
 from marshmallow import Schema, fields
 from marshmallow.validate import OneOf
 
+from dialerapi.rules.compliance import calling_rules
+
 WALL = {"description": "Wall-clock DB_TIMEZONE, YYYY-MM-DD HH:MM:SS"}
 
 
@@ -23,7 +25,7 @@ class PlaceSchema(Schema):
 
 
 class ConsentReadSchema(Schema):
-    type = fields.String(required=True, validate=OneOf(["written", "express", "ebr"]))
+    type = fields.String(required=True, validate=OneOf(calling_rules.CONSENT_TYPES))
     at = fields.String(required=True, metadata=WALL)
     source = fields.String(required=True, allow_none=True)
 

@@ -20,7 +20,7 @@ import json
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules.config import calendars, campaign_settings
+from dialerapi.rules.config import campaign_settings
 from dialerapi.rules.events import lead_events
 
 ACTIVE, PAUSED, ENDED = "active", "paused", "ended"
@@ -110,40 +110,9 @@ def view(config, form_type, now, tz):
     campaign = config.of(form_type).campaign
     return {**status(config, form_type, now, tz),
             "settings": campaign.settings if campaign is not None else {},
-            "effective": effective(config.of(form_type)),
+            "effective": campaign_settings.effective(config.of(form_type)),
             "updated_at": clock.format_wall_clock(campaign.updated_at) if campaign is not None else None,
             "updated_by": campaign.updated_by if campaign is not None else None}
-
-
-def effective(config):
-    """Every campaign setting as the DialerConfig `config` has it (calendar: its open hours as
-    intervals, restricted dates, start and end dates; None where the floor has no such setting)."""
-    calendar = config.calendar
-    return {
-        "open_hours": None if calendar is None else {
-            day: [f"{calendars.hhmm(start)}-{calendars.hhmm(end)}" for start, end in calendar.days[index]]
-            for index, day in enumerate(calendars.DAYS)},
-        "restricted_dates": [] if calendar is None else [
-            {"date": first.isoformat(), "to": last.isoformat(), "note": note} for first, last, note in calendar.restricted],
-        "start_date": calendar.start_date.isoformat() if calendar is not None and calendar.start_date else None,
-        "end_date": calendar.end_date.isoformat() if calendar is not None and calendar.end_date else None,
-        "work_start": config.work_start.strftime("%H:%M"), "work_end": config.work_end.strftime("%H:%M"),
-        "enforce_abandon_limit": config.enforce_abandon_limit, "abandon_limit": config.abandon_limit,
-        "abandon_period": config.abandon_period, "abandon_min_answered": config.abandon_min_answered,
-        "abandon_connect_seconds": config.abandon_connect_seconds,
-        "amd_false_positive_share": config.amd_false_positive_share,
-        "retry_pattern": list(config.retry_pattern), "retry_seconds": config.retry_seconds,
-        "max_tries": config.max_tries,
-        "outcome_retries": {outcome: {"delay_seconds": delay, "max_attempts": most}
-                            for outcome, delay, most in config.outcome_retries},
-        "obey_calling_window": config.obey_calling_window,
-        "calling_window_start": config.calling_window_start.strftime("%H:%M"),
-        "calling_window_end": config.calling_window_end.strftime("%H:%M"),
-        "personal_callback_fallback_minutes": config.personal_callback_fallback_minutes
-        if config.personal_callback_fallback_minutes is not None else campaign_settings.NEVER,
-        "phone_default_region": config.phone_default_region, "predictive": config.predictive,
-        "consent_required": config.consent_required,
-    }
 
 
 def form_types(conn, config):

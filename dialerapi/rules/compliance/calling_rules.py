@@ -26,28 +26,26 @@ from datetime import datetime, time, timedelta, timezone
 from dialerapi.plumbing.db import queries
 from dialerapi.rules.compliance import phones, places
 from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.core.kinds import CALL_CONSENT, ClaimKind, ConsentFor, ConsentType
 
-CONSENT_TYPES = ("written", "express", "ebr")
+CONSENT_TYPES = tuple(consent.value for consent in ConsentType)
 EMERGENCY = "emergency"
 STATE_HOURS = "state_hours"
 STATE_SUNDAY = "state_sunday"
 STATE_HOLIDAY = "state_holiday"
 CONSENT_REQUIRED = "consent_required"
 REASONS = (EMERGENCY, STATE_HOLIDAY, STATE_SUNDAY, STATE_HOURS, CONSENT_REQUIRED)
-PROGRESSIVE, PREDICTIVE, REDIAL, INBOUND = "progressive", "predictive", "redial", "inbound"
-# The claims each consent rule (state_rules.StateRule.consent_for) holds; a campaign may also hold
-# every call, an agent's manual redial too (ALL): its leads without consent are not called at all.
-ALL = "all"
-CONSENT_KINDS = {state_rules.PREDICTIVE: (PREDICTIVE,), state_rules.AUTOMATED: (PROGRESSIVE, PREDICTIVE),
-                 ALL: (PROGRESSIVE, PREDICTIVE, REDIAL)}
-# The consent types that meet a campaign's consent_required: an established business relationship
-# is no consent to automated calls.
-CAMPAIGN_CONSENT = ("written", "express")
+PROGRESSIVE, PREDICTIVE, REDIAL, INBOUND = ClaimKind
+# The claims each consent rule (state_rules.StateRule.consent_for, a campaign's consent_required)
+# holds; a campaign's leads without consent under ALL are not called at all.
+CONSENT_KINDS = {ConsentFor.PREDICTIVE: (PREDICTIVE,), ConsentFor.AUTOMATED: (PROGRESSIVE, PREDICTIVE),
+                 ConsentFor.ALL: (PROGRESSIVE, PREDICTIVE, REDIAL)}
 CAMPAIGN = "campaign"
 
 REGION_MARK, CONSENT_MARK = "@", "+"
-# How far ahead next_open looks for an opening, in days.
-HORIZON_DAYS = 15
+# How far ahead `next_open` looks for the first lawful moment of a profile, in days (a state's
+# hours and holidays open again within days; a restriction's end is tried wherever it falls).
+LAWFUL_SEARCH_DAYS = 15
 
 
 @dataclass(frozen=True)
@@ -102,7 +100,7 @@ def held(names, moment, config, kind, fallback):
             return Held(EMERGENCY, f"restriction {restriction.id}", restriction.note, restriction.note)
     rows = [state_rules.BY_NAME[name] for name in config.calling_rules if name in state_rules.BY_NAME]
     rows = [row for row in rows if any(row.applies_to(region) for region in regions)]
-    if config.consent_required and kind in CONSENT_KINDS[config.consent_required] and consent not in CAMPAIGN_CONSENT:
+    if config.consent_required and kind in CONSENT_KINDS[config.consent_required] and consent not in CALL_CONSENT:
         return Held(CONSENT_REQUIRED, CAMPAIGN, f"the campaign's consent_required: {config.consent_required}")
     if not rows:
         return None
@@ -142,7 +140,7 @@ def _hours(row, local, consent):
 
 def next_open(names, moment, config, kind, fallback, window_open):
     """The first aware instant (UTC) at or after `moment` when neither held() nor the calling window
-    (`window_open(instant)`, compliance's) holds the profile, within HORIZON_DAYS; None when none
+    (`window_open(instant)`, compliance's) holds the profile, within LAWFUL_SEARCH_DAYS; None when none
     comes. Openings fall at a local midnight, a window's or a row's start, or a restriction's end,
     so only those instants are tried."""
     zones = phones.local_zones(split(names)[0], fallback)
@@ -152,7 +150,7 @@ def next_open(names, moment, config, kind, fallback, window_open):
     tries = {moment.astimezone(timezone.utc)}
     for zone in zones:
         first = moment.astimezone(zone).date()
-        for offset in range(HORIZON_DAYS):
+        for offset in range(LAWFUL_SEARCH_DAYS):
             day = first + timedelta(days=offset)
             tries.update(datetime.combine(day, start, zone).astimezone(timezone.utc) for start in starts)
     tries.update(restriction.ends_at.replace(tzinfo=timezone.utc) for restriction in config.restrictions)

@@ -191,7 +191,7 @@ def verdict(conn, row, now, tz, config, call_type=None, kind=calling_rules.PROGR
 
 def next_at(names, moment, tz, config, kind=calling_rules.PROGRESSIVE):
     """'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE: the first moment at or after aware `moment` at which the
-    profile `names` is open (zone_open), or None within calling_rules.HORIZON_DAYS."""
+    profile `names` is open (zone_open), or None within calling_rules.LAWFUL_SEARCH_DAYS."""
     found = calling_rules.next_open(names, moment, config, kind, tz,
                                     lambda at: _window_reason(names, at, tz, config, kind) is None)
     return None if found is None else clock.format_wall_clock(found.astimezone(tz).replace(tzinfo=None))

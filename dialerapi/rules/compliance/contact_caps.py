@@ -42,6 +42,7 @@ from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
 from dialerapi.rules.compliance.places import regions_of
 from dialerapi.rules.compliance.us_area_codes import AREA_CODES
+from dialerapi.rules.core.kinds import CALL_CONSENT
 
 CONTACT_CAP = "contact_cap"
 INBOUND = "inbound"
@@ -63,11 +64,6 @@ class UnknownCap(LookupError):
 
     def __str__(self):
         return f"no cap is named {self.args[0]!r}: `dialerapi caps list` shows them"
-
-
-# The consent a cap's consent_days exempts: given to the caller, for calls (an established business
-# relationship is none).
-CONSENTED = ("written", "express")
 
 
 @dataclass(frozen=True)
@@ -194,7 +190,7 @@ def check(conn, row, now, tz, caps, counted=True):
     consents = json.loads(stored_consents) if stored_consents else {}
     now_epoch = _epoch(clock.to_utc(now, tz))
     consent_epoch = (_epoch(clock.to_utc(consent_at, tz))
-                     if consent_type in CONSENTED and consent_at is not None and counted else None)
+                     if consent_type in CALL_CONSENT and consent_at is not None and counted else None)
     hit = None
     for cap in chosen:
         if cap.exempts(consent_epoch, now_epoch):

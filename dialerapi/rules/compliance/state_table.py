@@ -25,8 +25,9 @@ from datetime import date, time, timedelta
 
 import holidays
 
-PREDICTIVE = "predictive"
-AUTOMATED = "automated"
+from dialerapi.rules.core.kinds import ConsentFor
+
+PREDICTIVE, AUTOMATED = ConsentFor.PREDICTIVE, ConsentFor.AUTOMATED
 CHECKED = date(2026, 11, 29)
 
 

@@ -15,8 +15,9 @@ from dialerapi.plumbing import clock
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 DAY_END = 24 * 60
-# How far ahead `next_open` looks: a calendar that never opens within it answers None.
-HORIZON_DAYS = 400
+# How far ahead a calendar's `next_open` looks, in days: a calendar that never opens within it
+# answers None (it has finished).
+OPENING_SEARCH_DAYS = 400
 
 # Why a calendar is closed at a moment (calendar.closed_reason; the floor view and the board show it).
 NOT_STARTED = "not_started"
@@ -79,9 +80,9 @@ class Calendar:
 
     def next_open(self, moment, tz):
         """The first moment after `moment` (wall-clock in `tz`) at which the calendar opens, or None
-        when it does not open within HORIZON_DAYS (it has finished). Inside a spring-forward gap an
+        when it does not open within OPENING_SEARCH_DAYS (it has finished). Inside a spring-forward gap an
         opening moves forward (clock.normalize)."""
-        for offset in range(HORIZON_DAYS):
+        for offset in range(OPENING_SEARCH_DAYS):
             day = moment.date() + timedelta(days=offset)
             for start in self._openings(day):
                 opening = datetime.combine(day, time()) + timedelta(minutes=start)
@@ -114,6 +115,17 @@ def minutes(text):
     if int(mins) > 59 or value > DAY_END:
         raise ValueError(f"{text!r} is not a time of day from 00:00 to 24:00")
     return value
+
+
+def interval(text):
+    """(start, end) minutes since midnight of an open interval 'HH:MM-HH:MM' of one day, the end
+    after the start (up to 24:00: an interval does not cross midnight). Raises ValueError."""
+    if not isinstance(text, str) or text.count("-") != 1:
+        raise ValueError('must be "HH:MM-HH:MM", e.g. "09:00-21:00"')
+    start, end = (minutes(part) for part in text.split("-"))
+    if start >= end:
+        raise ValueError(f"{text!r} must end after it starts (an interval does not cross midnight)")
+    return start, end
 
 
 def hhmm(value):

@@ -9,6 +9,8 @@ setting that is wrong ({setting: [message]}).
 """
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, time
 
 import phonenumbers
@@ -16,12 +18,12 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validates_schema
 from marshmallow.validate import Length, OneOf, Range
 
 from dialerapi.rules.config import calendars, ranges
+from dialerapi.rules.core.kinds import ConsentFor
 from dialerapi.rules.core.vocabulary import RETRY_OUTCOMES
 
 NEVER = "never"
 # Which automated claims a campaign's consent_required holds (rules.compliance.calling_rules.CONSENT_KINDS).
-CONSENT_FOR = ("predictive", "automated", "all")
-CALENDAR_SETTINGS = ("open_hours", "restricted_dates", "start_date", "end_date")
+CONSENT_FOR = tuple(kind.value for kind in ConsentFor)
 
 
 class InvalidSettings(ValidationError):
@@ -59,15 +61,10 @@ class Interval(fields.Field):
     """An open interval "HH:MM-HH:MM" of one day (the end up to 24:00, after the start)."""
 
     def _deserialize(self, value, attr, data, **kwargs):
-        if not isinstance(value, str) or value.count("-") != 1:
-            raise ValidationError('must be "HH:MM-HH:MM", e.g. "09:00-21:00"')
-        first, last = value.split("-")
         try:
-            start, end = calendars.minutes(first), calendars.minutes(last)
+            calendars.interval(value)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
-        if start >= end:
-            raise ValidationError(f"{value!r} must end after it starts (an interval does not cross midnight)")
         return value
 
 
@@ -118,43 +115,123 @@ class Region(fields.String):
         return value.upper()
 
 
-class CampaignSettingsSchema(Schema):
+# A campaign's settings, each declared once: its validation, how it is stored, how the rules read
+# it (a DialerConfig field) and how it is answered (`effective`). The schema, the stored form, the
+# overrides and the effective view are built from this table.
+
+
+def _same(value):
+    return value
+
+
+def _iso(value):
+    return value.isoformat()
+
+
+def _hhmm(value):
+    return value.strftime("%H:%M")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One campaign setting: `field` validates it (a marshmallow field); `store` makes a loaded value
+    the JSON it is stored as; `read` makes the stored JSON a DialerConfig field's value (None: the
+    setting is part of the calendar, not a field); `answer` reads it back off a DialerConfig."""
+
+    field: fields.Field
+    answer: Callable
+    store: Callable = _same
+    read: Callable | None = _same
+
+
+def _calendar_answer(part):
+    def answer(config):
+        calendar = config.calendar
+        if part == "open_hours":
+            return None if calendar is None else {
+                day: [f"{calendars.hhmm(start)}-{calendars.hhmm(end)}" for start, end in calendar.days[index]]
+                for index, day in enumerate(calendars.DAYS)}
+        if part == "restricted_dates":
+            return [] if calendar is None else [{"date": first.isoformat(), "to": last.isoformat(), "note": note}
+                                                for first, last, note in calendar.restricted]
+        moment = None if calendar is None else getattr(calendar, part)
+        return moment.isoformat() if moment else None
+    return answer
+
+
+def _config(name):
+    return lambda config: getattr(config, name)
+
+
+def _stored_dates(value):
+    return [{"date": item["date"].isoformat(), "to": (item["to"] or item["date"]).isoformat(), "note": item["note"]}
+            for item in value]
+
+
+def _outcome_retries(stored):
+    return tuple(sorted((outcome, rule.get("delay_seconds"), rule.get("max_attempts"))
+                        for outcome, rule in stored.items()))
+
+
+def _fallback(minutes):
+    return None if minutes == NEVER else minutes
+
+
+SETTINGS = {
+    # The calendar (rules.config.calendars): wall-clock DB_TIMEZONE.
+    "open_hours": Setting(fields.Dict(keys=fields.String(validate=OneOf(calendars.DAYS)),
+                                      values=fields.List(Interval(), validate=Length(max=6))),
+                          _calendar_answer("open_hours"), read=None),
+    "restricted_dates": Setting(fields.List(fields.Nested(RestrictedDate), validate=Length(max=400)),
+                                _calendar_answer("restricted_dates"), store=_stored_dates, read=None),
+    "start_date": Setting(fields.Date(), _calendar_answer("start_date"), store=_iso, read=None),
+    "end_date": Setting(fields.Date(), _calendar_answer("end_date"), store=_iso, read=None),
+    # The abandon rule (rules.compliance.abandons).
+    "enforce_abandon_limit": Setting(fields.Boolean(), _config("enforce_abandon_limit")),
+    "abandon_limit": Setting(fields.Float(validate=Range(*ranges.ABANDON_LIMIT_RANGE, min_inclusive=False)),
+                             _config("abandon_limit")),
+    "abandon_period": Setting(fields.String(validate=OneOf(ranges.ABANDON_PERIODS)), _config("abandon_period")),
+    "abandon_min_answered": Setting(WholeNumber(validate=Range(0, 1_000_000)), _config("abandon_min_answered")),
+    "abandon_connect_seconds": Setting(WholeNumber(validate=Range(*ranges.ABANDON_CONNECT_SECONDS_RANGE)),
+                                       _config("abandon_connect_seconds")),
+    "amd_false_positive_share": Setting(fields.Float(validate=Range(0, 1)), _config("amd_false_positive_share")),
+    # Retries (lead-intake-api.md, Claim and retry rules 4).
+    "retry_pattern": Setting(fields.List(WholeNumber(validate=Range(0, 100)), validate=Length(1, 60)),
+                             lambda config: list(config.retry_pattern), read=tuple),
+    "retry_seconds": Setting(WholeNumber(validate=Range(60, 86400)), _config("retry_seconds")),
+    "max_tries": Setting(WholeNumber(validate=Range(1, 1000)), _config("max_tries")),
+    "outcome_retries": Setting(fields.Dict(keys=fields.String(validate=OneOf(RETRY_OUTCOMES)),
+                                           values=fields.Nested(OutcomeRetry)),
+                               lambda config: {outcome: {"delay_seconds": delay, "max_attempts": most}
+                                               for outcome, delay, most in config.outcome_retries},
+                               read=_outcome_retries),
+    # The customer's calling window, wall-clock in the customer's zone.
+    "obey_calling_window": Setting(fields.Boolean(), _config("obey_calling_window")),
+    "calling_window_start": Setting(fields.Time(format="%H:%M"), lambda config: _hhmm(config.calling_window_start),
+                                    store=_hhmm, read=time.fromisoformat),
+    "calling_window_end": Setting(fields.Time(format="%H:%M"), lambda config: _hhmm(config.calling_window_end),
+                                  store=_hhmm, read=time.fromisoformat),
+    "personal_callback_fallback_minutes": Setting(
+        Fallback(), lambda config: NEVER if config.personal_callback_fallback_minutes is None
+        else config.personal_callback_fallback_minutes, read=_fallback),
+    "phone_default_region": Setting(Region(), _config("phone_default_region")),
+    "predictive": Setting(fields.Boolean(), _config("predictive")),
+    # The consent its leads need for automated claims (predictive ones, or progressive too), beside any
+    # a state rule asks; a lead without it is only called by an agent's manual redial, or (all) not at
+    # all: the redial is refused 409 not_claimable consent_required.
+    "consent_required": Setting(fields.String(validate=OneOf(CONSENT_FOR, error="must be predictive, automated or all")),
+                                _config("consent_required")),
+}
+CALENDAR_SETTINGS = tuple(name for name, setting in SETTINGS.items() if setting.read is None)
+
+
+class CampaignSettingsSchema(Schema.from_dict({name: setting.field for name, setting in SETTINGS.items()},
+                                              name="CampaignSettingsFields")):
     """Every setting a campaign may override, each optional (docs/operations/campaigns.md)."""
 
     class Meta:
         unknown = RAISE
         ordered = True
-
-    # The calendar (rules.config.calendars): wall-clock DB_TIMEZONE.
-    open_hours = fields.Dict(keys=fields.String(validate=OneOf(calendars.DAYS)),
-                             values=fields.List(Interval(), validate=Length(max=6)))
-    restricted_dates = fields.List(fields.Nested(RestrictedDate), validate=Length(max=400))
-    start_date = fields.Date()
-    end_date = fields.Date()
-    # The abandon rule (rules.compliance.abandons).
-    enforce_abandon_limit = fields.Boolean()
-    abandon_limit = fields.Float(validate=Range(*ranges.ABANDON_LIMIT_RANGE, min_inclusive=False))
-    abandon_period = fields.String(validate=OneOf(ranges.ABANDON_PERIODS))
-    abandon_min_answered = WholeNumber(validate=Range(0, 1_000_000))
-    abandon_connect_seconds = WholeNumber(validate=Range(*ranges.ABANDON_CONNECT_SECONDS_RANGE))
-    amd_false_positive_share = fields.Float(validate=Range(0, 1))
-    # Retries (lead-intake-api.md, Claim and retry rules 4).
-    retry_pattern = fields.List(WholeNumber(validate=Range(0, 100)), validate=Length(1, 60))
-    retry_seconds = WholeNumber(validate=Range(60, 86400))
-    max_tries = WholeNumber(validate=Range(1, 1000))
-    outcome_retries = fields.Dict(keys=fields.String(validate=OneOf(RETRY_OUTCOMES)),
-                                  values=fields.Nested(OutcomeRetry))
-    # The customer's calling window, wall-clock in the customer's zone.
-    obey_calling_window = fields.Boolean()
-    calling_window_start = fields.Time(format="%H:%M")
-    calling_window_end = fields.Time(format="%H:%M")
-    personal_callback_fallback_minutes = Fallback()
-    phone_default_region = Region()
-    predictive = fields.Boolean()
-    # The consent its leads need for automated claims (predictive ones, or progressive
-    # too), beside any a state rule asks; a lead without it is only called by an agent's manual redial,
-    # or (all) not at all: the redial is refused 409 not_claimable consent_required.
-    consent_required = fields.String(validate=OneOf(CONSENT_FOR, error="must be predictive, automated or all"))
 
     @validates_schema
     def coherent(self, data, **kwargs):
@@ -165,7 +242,7 @@ class CampaignSettingsSchema(Schema):
             raise ValidationError("must differ from calling_window_start: an empty window never opens",
                                   "calling_window_end")
         for day, intervals in (data.get("open_hours") or {}).items():
-            spans = sorted(tuple(calendars.minutes(part) for part in text.split("-")) for text in intervals)
+            spans = sorted(calendars.interval(text) for text in intervals)
             if any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:])):
                 raise ValidationError({day: ["intervals must not overlap"]}, "open_hours")
 
@@ -183,17 +260,7 @@ def check(settings):
 
 def stored_form(loaded):
     """The JSON-able form of loaded settings: dates YYYY-MM-DD, times HH:MM, the rest as given."""
-    dumped = {}
-    for name, value in loaded.items():
-        if name in ("start_date", "end_date"):
-            value = value.isoformat()
-        elif name in ("calling_window_start", "calling_window_end"):
-            value = value.strftime("%H:%M")
-        elif name == "restricted_dates":
-            value = [{"date": item["date"].isoformat(), "to": (item["to"] or item["date"]).isoformat(),
-                      "note": item["note"]} for item in value]
-        dumped[name] = value
-    return dumped
+    return {name: SETTINGS[name].store(value) for name, value in loaded.items()}
 
 
 def merge(stored, patch):
@@ -201,7 +268,7 @@ def merge(stored, patch):
     whole. Returns the new settings; raises InvalidSettings."""
     if not isinstance(patch, dict):
         raise InvalidSettings({"settings": ["must be a JSON object of settings"]})
-    unknown = [name for name in patch if name not in CampaignSettingsSchema().fields]
+    unknown = [name for name in patch if name not in SETTINGS]
     if unknown:
         raise InvalidSettings({name: ["Unknown field."] for name in unknown})
     merged = {name: value for name, value in {**stored, **patch}.items() if value is not None}
@@ -219,29 +286,24 @@ def parse(text):
 
 def overrides(settings, floor):
     """(DialerConfig field overrides, calendars.Calendar or None, predictive) of checked `settings`
-    over the floor's DialerConfig `floor`. A calendar exists when a calendar setting is set."""
-    values = {}
-    for name in ("enforce_abandon_limit", "abandon_limit", "abandon_period", "abandon_min_answered",
-                 "abandon_connect_seconds", "amd_false_positive_share", "retry_seconds", "max_tries",
-                 "obey_calling_window", "phone_default_region", "consent_required"):
-        if name in settings:
-            values[name] = settings[name]
-    if "retry_pattern" in settings:
-        values["retry_pattern"] = tuple(settings["retry_pattern"])
-    if "outcome_retries" in settings:
-        values["outcome_retries"] = tuple(sorted(
-            (outcome, rule.get("delay_seconds"), rule.get("max_attempts"))
-            for outcome, rule in settings["outcome_retries"].items()))
-    for name in ("calling_window_start", "calling_window_end"):
-        if name in settings:
-            values[name] = time.fromisoformat(settings[name])
-    if "personal_callback_fallback_minutes" in settings:
-        minutes = settings["personal_callback_fallback_minutes"]
-        values["personal_callback_fallback_minutes"] = None if minutes == NEVER else minutes
-    calendar = None
-    if any(name in settings for name in CALENDAR_SETTINGS):
-        calendar = calendar_of(settings, floor)
-    return values, calendar, settings.get("predictive", True)
+    over the floor's DialerConfig `floor`. A calendar exists when a calendar setting is set. A
+    setting this release does not know (a later release's) is left to the release that knows it."""
+    values = {name: SETTINGS[name].read(value) for name, value in settings.items()
+              if name in SETTINGS and SETTINGS[name].read is not None}
+    calendar = calendar_of(settings, floor) if any(name in settings for name in CALENDAR_SETTINGS) else None
+    return values, calendar, values.pop("predictive", True)
+
+
+def effective(config):
+    """Every campaign setting as the DialerConfig `config` has it, the floor's work_start and
+    work_end (HH:MM, DB_TIMEZONE) after the calendar's (its open hours as intervals, restricted
+    dates, start and end dates; None where the floor has no such setting)."""
+    answered = {}
+    for name, setting in SETTINGS.items():
+        answered[name] = setting.answer(config)
+        if name == CALENDAR_SETTINGS[-1]:
+            answered.update(work_start=_hhmm(config.work_start), work_end=_hhmm(config.work_end))
+    return answered
 
 
 def calendar_of(settings, floor):
@@ -249,8 +311,7 @@ def calendar_of(settings, floor):
     set no open hours)."""
     if "open_hours" in settings:
         hours = settings["open_hours"]
-        days = tuple(tuple(sorted(tuple(calendars.minutes(part) for part in text.split("-"))
-                                  for text in hours.get(day, ()))) for day in calendars.DAYS)
+        days = tuple(tuple(sorted(calendars.interval(text) for text in hours.get(day, ()))) for day in calendars.DAYS)
     else:
         days = calendars.window_days(floor.work_start, floor.work_end)
     restricted = tuple((date.fromisoformat(item["date"]), date.fromisoformat(item["to"]), item["note"])

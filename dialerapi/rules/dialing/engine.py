@@ -24,12 +24,12 @@ from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
 from dialerapi.rules.agents import availability
 from dialerapi.rules.agents import roster as agents
-from dialerapi.rules.core import vocabulary
+from dialerapi.rules.core.kinds import ClaimKind
 from dialerapi.rules.dialing import claims
 from dialerapi.rules.leads import dialstate
 
 DUPLICATE_KEY = 1062
-CLAIM_MODES = ("progressive", "predictive", vocabulary.REDIAL, "inbound")
+CLAIM_MODES = tuple(kind.value for kind in ClaimKind)
 # The sales_master columns an engine gets for a lead (lead-intake-api.md, "Lead (master row)").
 LEAD_FIELDS = (
     "oli_id", "data_id", "phone_number", "client_name", "form_type", "priority_id", "dial_status",

@@ -30,7 +30,7 @@ from dialerapi.rules.events import lead_events
 LIST_HOURS = 24
 MAX_ITEMS = 100
 FLOOR_COUNTS = ("owner_free", "owner_busy", "past_fallback")
-NEVER = None
+NEVER_FALLS_BACK = None
 
 
 def _plus(moment, minutes, tz):
@@ -49,13 +49,13 @@ def _seconds_between(earlier, later, tz):
 def fallback_edge(now, config, tz=None):
     """The latest due time of a personal callback that has fallen back at `now`, or None (never falls back)."""
     minutes = config.personal_callback_fallback_minutes
-    return None if minutes is NEVER else _plus(now, -minutes, tz)
+    return None if minutes is NEVER_FALLS_BACK else _plus(now, -minutes, tz)
 
 
 def fallback_at(due_at, minutes, tz=None):
     """When a personal callback due at `due_at` (wall clock in `tz`) falls back to any agent, given
     personal_callback_fallback_minutes `minutes`; None when it never does."""
-    return None if minutes is NEVER else _plus(due_at, minutes, tz)
+    return None if minutes is NEVER_FALLS_BACK else _plus(due_at, minutes, tz)
 
 
 def fallback_params(now, config, tz=None):

@@ -13,7 +13,7 @@ progressive claim's view: the consent a predictive claim alone needs is not aske
   after);
 - emergency, state_holiday, state_sunday, state_hours, consent_required: a calling rule
   (rules.compliance.calling_rules; `rule` and `source` name it), and outside_calling_window: the campaign's
-  window (next_at: the first moment none of these holds it, within calling_rules.HORIZON_DAYS).
+  window (next_at: the first moment none of these holds it, within calling_rules.LAWFUL_SEARCH_DAYS).
 
 `callable.predictive` is the same answer for a predictive claim (an engine dialing ahead of its
 free agents): the progressive one when that holds the lead, else not_predictive (its campaign
