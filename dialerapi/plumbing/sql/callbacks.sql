@@ -50,3 +50,7 @@ UPDATE sales_pending_actions SET callbackAgentId = NULL WHERE callbackAgentId = 
 -- The agent's row in share mode: a roster removal waits until this transaction has stored its
 -- owner, and then clears it (agents.remove_agent), so no callback is left owned by nobody.
 SELECT id FROM sales_agents WHERE id = :agent_id LOCK IN SHARE MODE;
+
+-- name: owned_callbacks(agent_id)
+SELECT id, oli_id, data_id, callback_agent_id, callback_scheduled_at FROM sales_master
+WHERE callback_agent_id = :agent_id AND dial_status = 'Callback';

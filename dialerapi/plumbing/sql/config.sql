@@ -1,3 +1,6 @@
+-- The dialer config (rules.config.dialer; decisions.md D1), read by every claim and push with
+-- what it carries: the caps, the restrictions, the outcome retries and the campaigns' generation.
+
 -- name: get_dialer_config()^
 SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, max_tries,
        work_start, work_end, disposed_priority_id, obey_calling_window, calling_window_start,
@@ -42,24 +45,5 @@ SET enforce_abandon_limit = :enforce_abandon_limit, abandon_limit = :abandon_lim
     work_start = :work_start, work_end = :work_end
 WHERE id = 1;
 
--- name: calling_rules_enabled()
-SELECT name, enabled_at FROM dialerapi_calling_rules ORDER BY name;
-
--- name: enable_calling_rule(name, now)!
-INSERT IGNORE INTO dialerapi_calling_rules (name, enabled_at) VALUES (:name, :now);
-
--- name: disable_calling_rule(name)!
-DELETE FROM dialerapi_calling_rules WHERE name = :name;
-
--- name: restrictions()
-SELECT id, region, starts_at, ends_at, note, created_at FROM dialerapi_restrictions ORDER BY starts_at, id;
-
--- name: add_restriction(region, starts_at, ends_at, note, created_at)!
-INSERT INTO dialerapi_restrictions (region, starts_at, ends_at, note, created_at)
-VALUES (:region, :starts_at, :ends_at, :note, :created_at);
-
 -- name: last_insert_id()$
 SELECT LAST_INSERT_ID();
-
--- name: remove_restriction(id)!
-DELETE FROM dialerapi_restrictions WHERE id = :id;

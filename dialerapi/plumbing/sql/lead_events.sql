@@ -121,7 +121,3 @@ WHERE m.callback_agent_id IS NOT NULL AND m.dial_status = 'Callback' AND m.callb
   AND NOT EXISTS (SELECT 1 FROM dialerapi_lead_events AS e
                   WHERE e.dedupe_key = CONCAT('fell_back:', m.id, ':', CAST(m.callback_scheduled_at AS CHAR)))
 ORDER BY m.callback_scheduled_at LIMIT :max_rows;
-
--- name: owned_callbacks(agent_id)
-SELECT id, oli_id, data_id, callback_agent_id, callback_scheduled_at FROM sales_master
-WHERE callback_agent_id = :agent_id AND dial_status = 'Callback';
