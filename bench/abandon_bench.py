@@ -37,7 +37,7 @@ from claim_bench import AGENTS, FORM_TYPES, UTC, percentile, prepare
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.compliance import abandons
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
@@ -138,7 +138,7 @@ def own_connect_seconds(url, now, on):
         cur.execute("DELETE FROM dialerapi_campaign_changes")
         cur.execute("DELETE FROM dialerapi_lead_events WHERE type LIKE 'campaign.%%'")
     for form_type in FORM_TYPES if on else ():
-        campaigns.update(conn, form_type, {"abandon_connect_seconds": 3}, now, "bench")
+        operations.update(conn, form_type, {"abandon_connect_seconds": 3}, now, "bench")
     conn.commit()
     conn.close()
 

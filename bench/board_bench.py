@@ -50,7 +50,7 @@ from results_bench import previous_release, sql
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import connect
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import state_history
 
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import start_chromium, start_nginx  # noqa: E402 (the tests' Chromium and private nginx)
@@ -322,9 +322,9 @@ def report_part(url):
     per_agent_day = written / AGENTS / REPORT_DAYS
     conn = connect(url, io_timeout=600)
     rolled = []
-    for day in agent_states.days_to_roll_up(conn, clock.now(TZ), TZ, REPORT_DAYS):
+    for day in state_history.days_to_roll_up(conn, clock.now(TZ), TZ, REPORT_DAYS):
         started = time.monotonic()
-        agent_states.roll_up(conn, day, clock.now(TZ), TZ)
+        state_history.roll_up(conn, day, clock.now(TZ), TZ)
         conn.commit()
         rolled.append(time.monotonic() - started)
         print(f"rolled up {day} in {rolled[-1]:.1f} s", flush=True)
@@ -332,7 +332,7 @@ def report_part(url):
     # minutes before the shift's last change, so the report reads those 12 minutes of history.
     last = sql(url, "SELECT MAX(at_utc) AS last FROM dialerapi_agent_states")[0]["last"]
     sql(url, f"DELETE FROM dialerapi_agent_days WHERE day = '{today.isoformat()}'")
-    agent_states.roll_up(conn, today, last - timedelta(minutes=10), TZ)
+    state_history.roll_up(conn, today, last - timedelta(minutes=10), TZ)
     conn.commit()
     tail = sql(url, "SELECT COUNT(*) AS n FROM dialerapi_agent_states WHERE at_utc >= "
                     f"'{last - timedelta(minutes=12)}'")[0]["n"]

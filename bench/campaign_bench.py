@@ -9,16 +9,16 @@ Builds (once) a database `dialerapi_bench_campaigns` as bench/claim_bench.py bui
 form_types is a campaign with its own calendar (open hours on every day of the week, from a start
 hour of its own to 24:00, open at the bench's moment; three restricted dates in the coming weeks;
 a start and an end date around now), its own retry_seconds and personal-callback fallback, set with
-`campaigns.update` as the CLI and the API do. "Off": no campaign row at all, the floor alone.
+`operations.update` as the CLI and the API do. "Off": no campaign row at all, the floor alone.
 
 In alternating blocks (off, on, on, off, three times over, in the same minutes, since this
 machine's speed drifts), each of BLOCK rounds: a progressive claim for a random agent
 (claims.claim_next) in its own transaction, rolled back, timed. Both read the campaigns'
-generation and take the claim's shared lock on the config row (campaigns.check_locked): "off" is
+generation and take the claim's shared lock on the config row (operations.check_locked): "off" is
 this release with no campaign set, the floor the issue compares with.
 
 Target (issue #67): claim p99 with the 200 campaigns within 1.1x of off. Prints a table and writes
-bench-results-campaigns.json.
+bench-results-operations.json.
 """
 
 import json
@@ -31,7 +31,7 @@ from claim_bench import AGENTS, UTC, claim_block, claim_figures, prepare
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.campaigns import operations
 
 LEADS = 1_000_000
 CAMPAIGNS = 200
@@ -63,7 +63,7 @@ def switch(conn, on, now):
         cur.execute("DELETE FROM dialerapi_lead_events WHERE type LIKE 'campaign.%%'")
     if on:
         for n, form_type in enumerate(FORM_TYPES):
-            campaigns.update(conn, form_type, settings_of(n, now), now, "bench")
+            operations.update(conn, form_type, settings_of(n, now), now, "bench")
     conn.commit()
 
 
@@ -101,7 +101,7 @@ def main():
     for name, row, nothing in (("no campaign", off, empty[False]), (f"{CAMPAIGNS} campaigns", on, empty[True])):
         print(f"{name:32}{row['p50_ms']:>10}{row['p95_ms']:>10}{row['p99_ms']:>10}{row['max_ms']:>10}{nothing:>8}")
     print(f"p99 ratio {ratio} (target <= {TARGET_RATIO}): {'met' if result['target_met'] else 'NOT met'}")
-    with open("bench-results-campaigns.json", "w") as out:
+    with open("bench-results-operations.json", "w") as out:
         json.dump(result, out, indent=2)
 
 

@@ -47,8 +47,7 @@ from common import bench_database, gunicorn, wrk
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules.compliance import claim_checks as compliance
-from dialerapi.rules.compliance import phones
+from dialerapi.rules.compliance import claim_checks, phones
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
 
@@ -97,8 +96,8 @@ def phone_facts(conn):
         cur.execute("UPDATE sales_master SET phone_e164 = CAST(phone_number AS UNSIGNED), do_not_call = 0")
         for prefix, sample in (("9198", "919876543210"), ("1212", "12125550100"), ("1312", "13125550100"),
                                ("1415", "14155550100"), ("1808", "18085550100")):
-            zones = phones.zones(compliance.number_of(sample, config))
-            zone_id = compliance.zone_ids(conn, [zones])[zones]
+            zones = phones.zones(claim_checks.number_of(sample, config))
+            zone_id = claim_checks.zone_ids(conn, [zones])[zones]
             cur.execute("UPDATE sales_master SET call_zone_id = %s WHERE phone_number LIKE %s", (zone_id, prefix + "%"))
 
 

@@ -31,8 +31,7 @@ from common import bench_database
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database, connect
-from dialerapi.rules.compliance import claim_checks as compliance
-from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.compliance import claim_checks, state_table
 from dialerapi.rules.compliance.us_area_codes import AREA_CODES
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
@@ -78,8 +77,8 @@ def profiles(conn, cur):
     config = dialer_config.load_config(conn)
     cases = []
     for _, code in STATE_CODES:
-        _, names, _ = compliance.lead_profile({"phone_number": f"1{code}2010001"}, config)
-        cases.append(f"WHEN '{code}' THEN {compliance.zone_ids(conn, [names])[names]}")
+        _, names, _ = claim_checks.lead_profile({"phone_number": f"1{code}2010001"}, config)
+        cases.append(f"WHEN '{code}' THEN {claim_checks.zone_ids(conn, [names])[names]}")
     cur.execute("UPDATE sales_master SET phone_e164 = CAST(phone_number AS UNSIGNED), do_not_call = 0,"
                 f" call_zone_id = CASE SUBSTRING(phone_number, 2, 3) {' '.join(cases)} END")
 
@@ -90,7 +89,7 @@ def switch(url, on, now):
         cur.execute("DELETE FROM dialerapi_calling_rules")
         if on:
             cur.executemany("INSERT INTO dialerapi_calling_rules (name, enabled_at) VALUES (%s, %s)",
-                            [(rule.name, now) for rule in state_rules.RULES])
+                            [(rule.name, now) for rule in state_table.RULES])
     conn.commit()
     conn.close()
 
@@ -155,12 +154,12 @@ def main():
     result = {
         "date": datetime.now().isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "leads": LEADS, "states": len(STATE_CODES), "rules": [rule.name for rule in state_rules.RULES],
+        "leads": LEADS, "states": len(STATE_CODES), "rules": [rule.name for rule in state_table.RULES],
         "claims_each_way_per_moment": 2 * BLOCK * ROUNDS, "target_ratio": TARGET_RATIO, "moments": results,
         "worst_p99_ratio": max(m["p99_ratio"] for m in results),
     }
     result["target_met"] = result["worst_p99_ratio"] <= TARGET_RATIO
-    print(f"\nclaims with every state rule on ({len(state_rules.RULES)} rows), beside off; {2 * BLOCK * ROUNDS} claims each "
+    print(f"\nclaims with every state rule on ({len(state_table.RULES)} rows), beside off; {2 * BLOCK * ROUNDS} claims each "
           f"way at each moment (off, on, on, off, {ROUNDS} times); {LEADS:,} leads over {len(STATE_CODES)} states")
     print(f"{'now (UTC)':21}{'off p50':>9}{'off p99':>9}{'on p50':>9}{'on p99':>9}{'ratio':>7}{'empty on':>10}  moment")
     for m in results:

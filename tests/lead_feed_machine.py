@@ -34,7 +34,7 @@ from dialerapi.plumbing.db import get_db
 from dialerapi.plumbing.limits import limiter
 from dialerapi.rules.compliance import do_not_call as dnc
 from dialerapi.rules.core.vocabulary import OUTCOMES
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import crm_actions
 from dialerapi.rules.events import lead_events
 from dialerapi.rules.views import lead as lead_read
 
@@ -212,7 +212,7 @@ class LeadFeed(RuleBasedStateMachine):
     @rule()
     def sweep(self):
         with self.app.app_context():
-            actions.sweep(get_db(), self.now, TZ, config=self.app.config)
+            crm_actions.sweep(get_db(), self.now, TZ, config=self.app.config)
 
     # What the CRM believes
 

@@ -7,7 +7,7 @@ import time
 from datetime import datetime
 
 from dialerapi.plumbing.db import queries
-from dialerapi.rules.events import outbox as events
+from dialerapi.rules.events import outbox
 
 NOW = datetime(2026, 11, 23, 10, 0, 0)
 ROWS_PER_TRANSACTION = 20
@@ -34,7 +34,7 @@ def race(writer_dbs, reader_db, total_rows, writers=16, max_hold_seconds=0.004, 
     each holding its transaction open a random 0..max_hold_seconds after the insert; an OutboxTail
     and a NaiveTail poll `reader_db` meanwhile and after. Returns (ids committed, ids the OutboxTail
     returned as a list, ids the NaiveTail returned)."""
-    tail, naive = events.OutboxTail(rescan_seconds=0.2), NaiveTail()
+    tail, naive = outbox.OutboxTail(rescan_seconds=0.2), NaiveTail()
     tail.poll(reader_db), naive.poll(reader_db)
     committed, errors = [], []
     lock = threading.Lock()
@@ -47,7 +47,7 @@ def race(writer_dbs, reader_db, total_rows, writers=16, max_hold_seconds=0.004, 
         db = writer_dbs[index % len(writer_dbs)]
 
         def transaction(conn, hold):
-            events.notify(conn, [index * 100 + k for k in range(ROWS_PER_TRANSACTION)], NOW)
+            outbox.notify(conn, [index * 100 + k for k in range(ROWS_PER_TRANSACTION)], NOW)
             # A multi-row insert takes ids a step apart: 1 on one node, the cluster's size on Galera.
             (row,) = conn_query(conn, "SELECT LAST_INSERT_ID() AS first, @@auto_increment_increment AS step")
             time.sleep(hold)

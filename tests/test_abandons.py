@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 import pytest
 import requests
+from docs_examples import answers, example
 
 from conftest import (
     DEFAULT_NOW,
@@ -32,13 +33,12 @@ from conftest import (
 )
 from dialerapi.plumbing import clock, migrate
 from dialerapi.plumbing.db import get_db, queries
-from dialerapi.rules.agents import roster as agents
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.agents import roster
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.compliance import abandons
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.leads import dialstate
 from dialerapi.upkeep import jobs
-from docs_examples import answers, example
 
 NOW = DEFAULT_NOW
 ENGINE = {"X-API-Key": ENGINE_SECRET}
@@ -68,10 +68,10 @@ def play(sql, run, tz):
         agent_id = agent_id or (501 if form_type == "home_loan" else 502)
         if answered is not None:
             set_clock(at + timedelta(seconds=answered))
-            run(agents.bridge, oli_id, clock.now(tz))
+            run(roster.bridge, oli_id, clock.now(tz))
         if connected is not None:
             set_clock(at + timedelta(seconds=connected))
-            run(agents.open_missed_activity, oli_id, agent_id, clock.now(tz), tz)
+            run(roster.open_missed_activity, oli_id, agent_id, clock.now(tz), tz)
         set_clock(at + timedelta(seconds=60))
         run(dialstate.settle, oli_id, outcome, clock.now(tz), tz=tz, grace_minutes=5, release_retry_ms=1000,
             agent_id=agent_id if connected is not None else None, started_at=at)
@@ -175,7 +175,7 @@ def test_moments_left_by_an_earlier_reservation_are_not_this_calls(sql, floor, p
         " isReserved = 1, reservation_id = UUID(), reserved_at = %s WHERE oli_id = %s",
         NOW - timedelta(hours=1), NOW - timedelta(minutes=50), NOW + timedelta(minutes=5), oli_id)
     set_clock(NOW + timedelta(minutes=5, seconds=4))
-    run(agents.bridge, oli_id, clock.now(tz))
+    run(roster.bridge, oli_id, clock.now(tz))
     set_clock(NOW + timedelta(minutes=6))
     run(dialstate.settle, oli_id, "answered", clock.now(tz), tz=tz, grace_minutes=5, release_retry_ms=1000)
     attempt = sql("SELECT answered_at, agent_connected_at, late_connect FROM sales_call_attempts"
@@ -317,7 +317,7 @@ def test_the_lead_read_says_the_limit_holds_its_predictive_claims_and_not_its_pr
     assert printed.exit_code == 0 and "callable now\nbut not by a predictive claim: abandon_limit" in printed.output
     sql("UPDATE sales_dialer_config SET enforce_abandon_limit = 0")
     assert callable_of()["predictive"] == open_now
-    run(campaigns.update, "home_loan", {"predictive": False}, clock.now(TZ), "test")
+    run(operations.update, "home_loan", {"predictive": False}, clock.now(TZ), "test")
     assert callable_of()["predictive"] == {**open_now, "now": False, "reason": "not_predictive"}
 
 
@@ -419,7 +419,7 @@ def test_a_pending_call_is_late_past_its_own_campaigns_connect_seconds(
     floor (credit_card, no campaign) 2 s. An agent taken 5 s after the answer ends a home_loan
     call's headroom but not a credit_card one's, in the claim (409 abandon_limit with `pending`)
     and in POST /engine/floor alike."""
-    run(campaigns.update, "home_loan", {"abandon_connect_seconds": 10}, NOW, "test")
+    run(operations.update, "home_loan", {"abandon_connect_seconds": 10}, NOW, "test")
     pending = {}
     for form_type, first_agent, second_agent in (("home_loan", 501, 503), ("credit_card", 502, 504)):
         floor_agent(second_agent, skills=(form_type,))
@@ -451,7 +451,7 @@ def test_campaigns_connect_seconds_are_read_in_a_database_of_the_servers_default
     app = make_app(fresh_database)
     with app.app_context():
         db = get_db()
-        db.run(campaigns.update, "home_loan", {"abandon_connect_seconds": 10}, NOW, "test")
+        db.run(operations.update, "home_loan", {"abandon_connect_seconds": 10}, NOW, "test")
         sql = Sql(fresh_database)
         sql("INSERT INTO sales_agents (id, extension, name, panel_active, ami_idle) VALUES (501, 4501, 'Meena', 1, 1)")
         sql("INSERT INTO sales_agent_skills (agent_id, form_type) VALUES (501, 'home_loan')")
@@ -521,7 +521,7 @@ def test_the_report_agrees_with_the_call_records_and_names_the_worst_period(data
 def test_the_report_holds_each_campaign_to_its_own_period_and_limit(database_url, sql, run, floor, play):
     """Issue #67 item 3: a campaign under Ofcom's 24 hours and 2% is reported over 24-hour periods
     against 2%; one with no campaign settings, and the floor ("*"), over the floor's 30 days and 3%."""
-    run(campaigns.update, "home_loan", {"abandon_period": "24h", "abandon_limit": 0.02}, NOW, "test")
+    run(operations.update, "home_loan", {"abandon_period": "24h", "abandon_limit": 0.02}, NOW, "test")
     for outcome in ("answered", "answered", "answered", "abandoned"):
         play(outcome, at=NOW - timedelta(days=2, hours=3), answered=4, connected=5 if outcome == "answered" else None)
     for outcome in ("answered", "answered", "abandoned"):

@@ -11,8 +11,7 @@ import pytest
 
 from conftest import utc_naive, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import roster, state_history
 
 DAY = date(2026, 11, 21)
 
@@ -46,9 +45,9 @@ def morning(engine_state, run, frozen_clock):
     engine_state(at(9, 10), ami_idle=False)
     engine_state(at(9, 15), ami_idle=True, wrapup_seconds=60)
     frozen_clock(at(9, 30))
-    run(agents.pause, 501, "lunch")
+    run(roster.pause, 501, "lunch")
     frozen_clock(at(10, 0))
-    run(agents.resume, 501)
+    run(roster.resume, 501)
 
 
 def test_every_change_is_recorded_once_at_the_service_clock(floor_agent, sql, engine_state, run, frozen_clock, tz):
@@ -75,9 +74,9 @@ def test_the_blocking_refresh_records_a_block_and_its_end(floor_agent, sql, run,
     new_lead("OLI-1")
     open_missed_activity("OLI-1", connected_at=at(9, 50), ended_at=at(9, 52), due_at=at(9, 54))
     frozen_clock(at(10, 0))
-    assert run(agents.refresh_blocking, at(10, 0), tz) == {501: True}
+    assert run(roster.refresh_blocking, at(10, 0), tz) == {501: True}
     frozen_clock(at(10, 5))
-    run(agents.clear_for_lead, "OLI-1", "crm", at(10, 5), tz)
+    run(roster.clear_for_lead, "OLI-1", "crm", at(10, 5), tz)
     assert [(row["at_utc"], row["outbound_blocked"]) for row in history(sql)] == [
         (utc_naive(at(10, 0)), 1), (utc_naive(at(10, 5)), 0)]
 
@@ -90,9 +89,9 @@ def shift(engine_state, run, frozen_clock, tz, new_lead, open_missed_activity):
     new_lead("OLI-1")
     open_missed_activity("OLI-1", connected_at=at(10, 5), ended_at=at(10, 7), due_at=at(10, 9))
     frozen_clock(at(10, 10))
-    run(agents.refresh_blocking, at(10, 10), tz)
+    run(roster.refresh_blocking, at(10, 10), tz)
     frozen_clock(at(10, 15))
-    run(agents.clear_for_lead, "OLI-1", "crm", at(10, 15), tz)
+    run(roster.clear_for_lead, "OLI-1", "crm", at(10, 15), tz)
     engine_state(at(10, 20), panel_active=False)
 
 
@@ -107,7 +106,7 @@ def test_the_report_adds_a_shift_up_to_the_second(floor_agent, engine_state, run
     floor_agent(501, panel_active=0)
     shift(engine_state, run, frozen_clock, tz, new_lead, open_missed_activity)
     frozen_clock(at(11, 0))
-    report = run(agent_states.report, DAY, DAY, at(11, 0), tz)
+    report = run(state_history.report, DAY, DAY, at(11, 0), tz)
     assert report["days"] == [SHIFT]
     assert report["agents"] == [{key: value for key, value in SHIFT.items() if key != "day"}]
     row = report["days"][0]
@@ -129,15 +128,15 @@ def test_login_is_the_sum_of_the_states_for_every_agent_of_a_busy_floor(floor_ag
         frozen_clock(moment)
         choice = chooser.random()
         if choice < 0.15:
-            run(agents.pause, agent_id, chooser.choice(["lunch", "tea", "bio"]))
+            run(roster.pause, agent_id, chooser.choice(["lunch", "tea", "bio"]))
         elif choice < 0.3:
-            run(agents.resume, agent_id)
+            run(roster.resume, agent_id)
         else:
-            run(agents.set_availability, agent_id, panel_active=chooser.random() < 0.85,
+            run(roster.set_availability, agent_id, panel_active=chooser.random() < 0.85,
                 ami_idle=chooser.random() < 0.5,
                 wrapup_until=moment + timedelta(seconds=chooser.randint(0, 90)) if chooser.random() < 0.5 else None)
     end = moment + timedelta(minutes=5)
-    report = run(agent_states.report, DAY, DAY, end, tz)
+    report = run(state_history.report, DAY, DAY, end, tz)
     assert len(report["agents"]) == 16
     for row in report["agents"]:
         parts = sum(row[key] for key in ("free_seconds", "talk_seconds", "wrap_up_seconds", "blocked_seconds",
@@ -153,7 +152,7 @@ def test_a_shift_across_midnight_is_split_at_the_day(floor_agent, engine_state, 
     floor_agent(501, panel_active=0)
     engine_state(at(23, 50), panel_active=True, ami_idle=True)
     engine_state(at(0, 10, day=DAY + timedelta(days=1)), panel_active=False)
-    report = run(agent_states.report, DAY, DAY + timedelta(days=1), at(12, 0, day=DAY + timedelta(days=1)), tz)
+    report = run(state_history.report, DAY, DAY + timedelta(days=1), at(12, 0, day=DAY + timedelta(days=1)), tz)
     assert [(row["day"], row["login_seconds"], row["free_seconds"]) for row in report["days"]] == [
         ("2026-11-21", 600, 600), ("2026-11-22", 600, 600)]
 
@@ -164,15 +163,15 @@ def test_a_closed_day_is_rolled_up_and_read_back_the_same(floor_agent, engine_st
     shift(engine_state, run, frozen_clock, tz, new_lead, open_missed_activity)
     later = at(9, 0, day=DAY + timedelta(days=1))
     frozen_clock(later)
-    assert run(agent_states.days_to_roll_up, later, tz, 90) == [DAY, DAY + timedelta(days=1)]
-    assert run(agent_states.roll_up, DAY, later, tz) == 1
-    assert run(agent_states.days_to_roll_up, later, tz, 90) == [DAY + timedelta(days=1)], "today is always rolled"
-    assert run(agent_states.roll_up, DAY, later, tz) == 0, "a day rolled up to its end is done"
+    assert run(state_history.days_to_roll_up, later, tz, 90) == [DAY, DAY + timedelta(days=1)]
+    assert run(state_history.roll_up, DAY, later, tz) == 1
+    assert run(state_history.days_to_roll_up, later, tz, 90) == [DAY + timedelta(days=1)], "today is always rolled"
+    assert run(state_history.roll_up, DAY, later, tz) == 0, "a day rolled up to its end is done"
     stored = sql.one("SELECT report FROM dialerapi_agent_days WHERE agent_id = 501 AND day = %s", DAY)
     assert json.loads(stored["report"]) == SHIFT
     # The report reads the roll-up: the history of that day no longer matters to it.
     sql("DELETE FROM dialerapi_agent_states WHERE at_utc < %s", utc_naive(at(10, 20)))
-    assert run(agent_states.report, DAY, DAY, later, tz)["days"] == [SHIFT]
+    assert run(state_history.report, DAY, DAY, later, tz)["days"] == [SHIFT]
 
 
 def test_prune_keeps_each_agents_last_state(floor_agent, engine_state, run, sql):
@@ -181,7 +180,7 @@ def test_prune_keeps_each_agents_last_state(floor_agent, engine_state, run, sql)
     engine_state(at(9, 0), panel_active=True, ami_idle=True)
     engine_state(at(9, 10), ami_idle=False)
     engine_state(at(9, 15), ami_idle=True)
-    assert run(agent_states.prune, utc_naive(at(9, 12))) == 1
+    assert run(state_history.prune, utc_naive(at(9, 12))) == 1
     assert [row["at_utc"] for row in history(sql)] == [utc_naive(at(9, 10)), utc_naive(at(9, 15))]
 
 
@@ -199,9 +198,9 @@ def test_sixteen_changes_of_one_agent_at_once_are_each_recorded_in_commit_order(
                 barrier.wait()
                 for step in range(5):
                     if (n + step) % 2:
-                        get_db().run(agents.pause, 501, ["lunch", "tea"][n % 2])
+                        get_db().run(roster.pause, 501, ["lunch", "tea"][n % 2])
                     else:
-                        get_db().run(agents.resume, 501)
+                        get_db().run(roster.resume, 501)
         except Exception as exc:  # reported below
             errors.append(exc)
 
@@ -223,10 +222,10 @@ def test_the_board_row_says_how_long_and_what_today_held(floor_agent, engine_sta
     shift(engine_state, run, frozen_clock, tz, new_lead, open_missed_activity)
     engine_state(at(10, 30), panel_active=True)
     engine_state(at(10, 40), ami_idle=True, wrapup_seconds=120)
-    row = run(agent_states.board_rows, at(10, 41), tz)[0]
+    row = run(state_history.board_rows, at(10, 41), tz)[0]
     assert (row["state"], row["since"], row["wrapup_until"]) == ("wrap_up", utc_text(at(10, 40)), utc_text(at(10, 42)))
     assert (row["calls"], row["talk_seconds"]) == (2, 420)
-    row = run(agent_states.board_rows, at(10, 45), tz)[0]
+    row = run(state_history.board_rows, at(10, 45), tz)[0]
     assert (row["state"], row["since"]) == ("free", utc_text(at(10, 42))), "a wrap-up that ended began free at its end"
 
 
@@ -239,8 +238,8 @@ def test_a_pause_taken_in_wrap_up_keeps_its_start_when_the_wrap_up_ends(floor_ag
     engine_state(at(10, 0), panel_active=True, ami_idle=True)
     engine_state(at(10, 40), ami_idle=True, wrapup_seconds=120)
     frozen_clock(at(10, 41))
-    run(agents.pause, 501, "lunch")
-    row = run(agent_states.board_rows, at(10, 50), tz)[0]
+    run(roster.pause, 501, "lunch")
+    row = run(state_history.board_rows, at(10, 50), tz)[0]
     assert (row["state"], row["since"]) == ("paused", utc_text(at(10, 41)))
 
 
@@ -254,20 +253,20 @@ def test_a_change_the_state_does_not_show_keeps_its_time_in_state(floor_agent, e
     floor_agent(501, panel_active=0)
     engine_state(at(10, 0), panel_active=True, ami_idle=True)
     frozen_clock(at(10, 5))
-    run(agents.pause, 501, "tea")
+    run(roster.pause, 501, "tea")
     engine_state(at(10, 10), ami_idle=False)
     new_lead("OLI-1")
     open_missed_activity("OLI-1", connected_at=at(9, 50), ended_at=at(9, 52), due_at=at(9, 54))
     frozen_clock(at(10, 20))
-    assert run(agents.refresh_blocking, at(10, 20), tz) == {501: True}
-    row = run(agent_states.board_rows, at(10, 25), tz)[0]
+    assert run(roster.refresh_blocking, at(10, 20), tz) == {501: True}
+    row = run(state_history.board_rows, at(10, 25), tz)[0]
     assert (row["state"], row["pause_code"], row["since"]) == ("paused", "tea", utc_text(at(10, 5)))
     frozen_clock(at(10, 30))
-    run(agents.resume, 501)
-    row = run(agent_states.board_rows, at(10, 35), tz)[0]
+    run(roster.resume, 501)
+    row = run(state_history.board_rows, at(10, 35), tz)[0]
     assert (row["state"], row["since"]) == ("on_call", utc_text(at(10, 30)))
     engine_state(at(10, 40), ami_idle=True)
-    row = run(agent_states.board_rows, at(10, 45), tz)[0]
+    row = run(state_history.board_rows, at(10, 45), tz)[0]
     assert (row["state"], row["since"]) == ("outbound_blocked", utc_text(at(10, 40)))
 
 
@@ -286,7 +285,7 @@ def test_a_call_begun_this_very_second_is_on_the_board(floor_agent, engine_state
     floor_agent(501, panel_active=0)
     engine_state(at(9, 0), panel_active=True, ami_idle=True)
     engine_state(at(9, 10), ami_idle=False)
-    row = run(agent_states.board_rows, at(9, 10), tz)[0]
+    row = run(state_history.board_rows, at(9, 10), tz)[0]
     assert (row["state"], row["since"], row["calls"]) == ("on_call", utc_text(at(9, 10)), 1)
 
 
@@ -298,12 +297,12 @@ def test_today_rolled_up_mid_shift_and_the_history_after_it_add_up_to_the_same(
     same figures as from the history alone, each call counted once."""
     floor_agent(501, panel_active=0)
     shift(engine_state, run, frozen_clock, tz, new_lead, open_missed_activity)
-    run(agent_states.roll_up, DAY, rolled_at, tz)
-    assert run(agent_states.report, DAY, DAY, at(11, 0), tz)["days"] == [SHIFT]
-    row = run(agent_states.board_rows, at(11, 0), tz)[0]
+    run(state_history.roll_up, DAY, rolled_at, tz)
+    assert run(state_history.report, DAY, DAY, at(11, 0), tz)["days"] == [SHIFT]
+    row = run(state_history.board_rows, at(11, 0), tz)[0]
     assert (row["calls"], row["talk_seconds"]) == (SHIFT["calls"], SHIFT["talk_seconds"])
-    run(agent_states.roll_up, DAY, at(11, 0), tz)
-    assert run(agent_states.report, DAY, DAY, at(11, 0), tz)["days"] == [SHIFT]
+    run(state_history.roll_up, DAY, at(11, 0), tz)
+    assert run(state_history.report, DAY, DAY, at(11, 0), tz)["days"] == [SHIFT]
 
 
 def test_the_job_rolls_up_each_day_once_per_tick(app, floor_agent, engine_state, run, frozen_clock, tz, new_lead,
@@ -324,13 +323,13 @@ def test_a_pause_taken_during_a_call_does_not_count_the_call_twice(floor_agent, 
     engine_state(at(10, 0), panel_active=True, ami_idle=True)
     engine_state(at(10, 1), ami_idle=False)
     frozen_clock(at(10, 2))
-    run(agents.pause, 501, "bio")
+    run(roster.pause, 501, "bio")
     frozen_clock(at(10, 3))
-    run(agents.resume, 501)
+    run(roster.resume, 501)
     engine_state(at(10, 5), ami_idle=True)
-    assert run(agent_states.board_rows, at(10, 6), tz)[0]["calls"] == 1
+    assert run(state_history.board_rows, at(10, 6), tz)[0]["calls"] == 1
     engine_state(at(10, 7), ami_idle=False)
     engine_state(at(10, 9), ami_idle=True)
-    assert run(agent_states.board_rows, at(10, 10), tz)[0]["calls"] == 2
-    report = run(agent_states.report_days, DAY, DAY, tz, utc_naive(at(0, 0)), utc_naive(at(10, 10)))
+    assert run(state_history.board_rows, at(10, 10), tz)[0]["calls"] == 2
+    report = run(state_history.report_days, DAY, DAY, tz, utc_naive(at(0, 0)), utc_naive(at(10, 10)))
     assert report[(501, DAY)]["calls"] == 2

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import TZ, cli, make_app, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.core import vocabulary
 from dialerapi.rules.leads import dialstate
 from dialerapi.upkeep import jobs
@@ -27,7 +27,7 @@ def agent(app):
 
     def add(agent_id=501, extension="4501", name="Kavya Iyer", skills=("home_loan",), priorities=()):
         with app.app_context():
-            get_db().run(agents.save_agent, agent_id, extension, name, list(skills), list(priorities))
+            get_db().run(roster.save_agent, agent_id, extension, name, list(skills), list(priorities))
         return agent_id
 
     return add
@@ -81,7 +81,7 @@ def test_call_connected_opens_a_live_missed_activity(app, agent, new_lead, make_
     new_lead("OLI-1")
     make_live("OLI-1")
     with app.app_context():
-        activity_id = get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, TZ, "redial")
+        activity_id = get_db().run(roster.open_missed_activity, "OLI-1", 501, NOW, TZ, "redial")
     row = sql.one("SELECT * FROM sales_missed_activities WHERE id = %s", activity_id)
     assert (row["agent_id"], row["oli_id"], row["lead_id"], row["call_type"], row["extension"]) == (
         501, "OLI-1", sql.lead("OLI-1")["id"], "redial", "4501")
@@ -94,7 +94,7 @@ def test_call_connected_on_a_lead_not_on_a_call_opens_nothing(app, agent, new_le
     agent()
     new_lead("OLI-1")
     with app.app_context(), pytest.raises(vocabulary.NotLive):
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, TZ)
+        get_db().run(roster.open_missed_activity, "OLI-1", 501, NOW, TZ)
     assert sql("SELECT * FROM sales_missed_activities") == [] and outbox(sql) == []
 
 
@@ -234,7 +234,7 @@ def test_missed_activities_has_its_own_limit_of_240(read, agent, client, auth):
 
 def refresh(app, now=NOW):
     with app.app_context():
-        return get_db().run(agents.refresh_blocking, now, TZ)
+        return get_db().run(roster.refresh_blocking, now, TZ)
 
 
 @pytest.mark.clock
@@ -243,7 +243,7 @@ def test_an_overdue_activity_blocks_and_a_crm_callback_unblocks_at_once(app, age
     new_lead("OLI-1")
     make_live("OLI-1")
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW - timedelta(minutes=20), TZ)
+        get_db().run(roster.open_missed_activity, "OLI-1", 501, NOW - timedelta(minutes=20), TZ)
         get_db().run(dialstate.settle, "OLI-1", "answered", NOW - timedelta(minutes=15), tz=TZ, grace_minutes=10,
                      release_retry_ms=60000, agent_id=501)
     assert refresh(app, NOW - timedelta(minutes=6)) == {}, "still inside the grace window"
@@ -284,7 +284,7 @@ def test_settle_queues_an_event_for_the_agent(app, agent, new_lead, make_live, s
     new_lead("OLI-1")
     make_live("OLI-1")
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, NOW, TZ)
+        get_db().run(roster.open_missed_activity, "OLI-1", 501, NOW, TZ)
         sql("DELETE FROM dialerapi_outbox")
         get_db().run(dialstate.settle, "OLI-1", "no_answer", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000,
                      agent_id=501)

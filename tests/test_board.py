@@ -14,13 +14,13 @@ import jsonschema
 import pytest
 import requests
 from test_sockets import frame, rejected, until
+from wsclient import Client, ConnectionClosed
 
 from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, TZ, mint_token, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.dialing import claims
 from dialerapi.web import agent_tokens
-from wsclient import Client, ConnectionClosed
 
 SUPERVISOR_PATHS = {("GET", "/api/board"), ("GET", "/api/reports/agents"), ("GET", "/api/campaigns"),
                     ("GET", "/api/campaigns/home_loan")}
@@ -109,10 +109,10 @@ def test_a_bad_token_request_is_a_400(client, body, field):
 
 def test_the_snapshot_holds_tiles_and_rows_as_the_database_has_them(client, floor, run, frozen_clock, sql):
     frozen_clock(datetime(2026, 11, 21, 9, 0))
-    run(agents.set_availability, 501, panel_active=True, ami_idle=True)
-    run(agents.set_availability, 502, panel_active=True, ami_idle=False)
+    run(roster.set_availability, 501, panel_active=True, ami_idle=True)
+    run(roster.set_availability, 502, panel_active=True, ami_idle=False)
     frozen_clock(datetime(2026, 11, 21, 9, 30))
-    run(agents.pause, 501, "lunch")
+    run(roster.pause, 501, "lunch")
     frozen_clock(datetime(2026, 11, 21, 10, 0))
     body = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
     rows = {row["agent_id"]: row for row in body["agents"]}
@@ -193,7 +193,7 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
     process (another than the server's) each reach the board; 16 changes committed together reach it
     in one update frame."""
     with app.app_context():
-        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(roster.set_availability, 501, panel_active=True, ami_idle=True)
     token = requests.post(live_server.url("/api/supervisor-tokens"), json={"name": "Priya"},
                           headers={"X-API-Key": SECRET}, timeout=10).json()["token"]
     client = board(f"token={token}")
@@ -205,7 +205,7 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
     assert [tile["form_type"] for tile in snapshot["data"]["floor"]["form_types"]] == ["credit_card", "home_loan"]
 
     with app.app_context():
-        get_db().run(agents.pause, 501, "tea")
+        get_db().run(roster.pause, 501, "tea")
     update = until(client, lambda m: m["event"] == "board.update" and any(
         row["agent_id"] == 501 for row in m["data"]["agents"]), timeout=EVENT_SECONDS)
     row = next(row for row in update["data"]["agents"] if row["agent_id"] == 501)
@@ -214,13 +214,13 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
     # 16 agents at once: every row arrives.
     for agent_id in range(601, 617):
         with app.app_context():
-            get_db().run(agents.save_agent, agent_id, str(5000 + agent_id), f"Agent {agent_id}", ["home_loan"])
+            get_db().run(roster.save_agent, agent_id, str(5000 + agent_id), f"Agent {agent_id}", ["home_loan"])
     barrier = threading.Barrier(16)
 
     def actor(agent_id):
         with app.app_context():
             barrier.wait()
-            get_db().run(agents.set_availability, agent_id, panel_active=True, ami_idle=False)
+            get_db().run(roster.set_availability, agent_id, panel_active=True, ami_idle=False)
 
     threads = [threading.Thread(target=actor, args=(agent_id,)) for agent_id in range(601, 617)]
     for thread in threads:
@@ -239,7 +239,7 @@ def test_changes_by_other_processes_reach_the_board(board, floor, app, live_serv
     # in one frame, not one per agent.
     def free_all(conn):
         for agent_id in range(601, 617):
-            agents.set_availability(conn, agent_id, ami_idle=True)
+            roster.set_availability(conn, agent_id, ami_idle=True)
 
     with app.app_context():
         get_db().run(free_all)
@@ -251,13 +251,13 @@ def test_a_removed_agent_leaves_the_board(board, floor, app, live_server):
     client = board("", {"X-API-Key": SUPERVISOR_SECRET})
     assert {row["agent_id"] for row in frame(client)["data"]["agents"]} == {501, 502}
     with app.app_context():
-        get_db().run(agents.set_availability, 502, panel_active=True)
+        get_db().run(roster.set_availability, 502, panel_active=True)
     # The board has seen 502's last change before the removal: the removal itself must be told
     # (CI saw a removed agent stay on the board when the poll fell between the two commits).
     until(client, lambda m: m["event"] == "board.update" and any(
         row["agent_id"] == 502 and row["state"] == "free" for row in m["data"]["agents"]), timeout=EVENT_SECONDS)
     with app.app_context():
-        get_db().run(agents.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
+        get_db().run(roster.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
     update = until(client, lambda m: m["event"] == "board.update" and 502 in m["data"]["removed"],
                    timeout=EVENT_SECONDS)
     assert 502 not in {row["agent_id"] for row in update["data"]["agents"]}
@@ -431,11 +431,11 @@ def test_a_board_joining_never_changes_what_another_board_was_sent(app, client, 
     feed = BoardFeed(app)
     first, second = RecordingSocket(), RecordingSocket()
     with app.app_context():
-        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(roster.set_availability, 501, panel_active=True, ami_idle=True)
         feed.join(first)
-        get_db().run(agents.pause, 501, "tea")
-        get_db().run(agents.set_availability, 502, panel_active=True)
-        get_db().run(agents.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
+        get_db().run(roster.pause, 501, "tea")
+        get_db().run(roster.set_availability, 502, panel_active=True)
+        get_db().run(roster.remove_agent, 502, datetime(2026, 11, 21, 10, 0))
         feed.join(second)
         feed.changed({501, 502})
     served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
@@ -459,10 +459,10 @@ def test_the_boards_now_is_the_service_clock_to_the_millisecond(app, client, flo
     expected = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.250Z")
     board = RecordingSocket()
     with app.app_context():
-        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(roster.set_availability, 501, panel_active=True, ami_idle=True)
         feed = BoardFeed(app)
         feed.join(board)
-        get_db().run(agents.pause, 501, "tea")
+        get_db().run(roster.pause, 501, "tea")
         feed.changed({501})
     assert [message["data"]["now"] for message in board.sent(2)] == [expected, expected]
     assert client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()["now"] == expected
@@ -497,7 +497,7 @@ def test_boards_joining_together_share_one_snapshot(app, floor):
     # One read, or two when the lock was let go before the last board had quite asked.
     assert feed.snapshots_read <= 2, feed.snapshots_read
     with app.app_context():
-        get_db().run(agents.pause, 501, "tea")
+        get_db().run(roster.pause, 501, "tea")
         feed.changed({501})
     late = RecordingSocket()
     with app.app_context():
@@ -527,7 +527,7 @@ def test_a_snapshot_is_not_shared_past_an_update(app, client, floor):
         assert asked.wait(EVENT_SECONDS)
         with app.app_context():
             feed._read_snapshot(TZ)  # another board's snapshot, read after this one asked
-            get_db().run(agents.pause, 501, "tea")
+            get_db().run(roster.pause, 501, "tea")
             feed._pending.add(501)
             feed._send_update()  # then an update, sent to the boards open then
     thread.join(EVENT_SECONDS)
@@ -545,12 +545,12 @@ def test_a_new_note_of_the_same_pause_reaches_the_board(board, floor, app):
     client = board("", {"X-API-Key": SUPERVISOR_SECRET})
     frame(client)
     with app.app_context():
-        get_db().run(agents.pause, 501, "other", "bank visit", now=clock.now(TZ))
+        get_db().run(roster.pause, 501, "other", "bank visit", now=clock.now(TZ))
     until(client, lambda m: m["event"] == "board.update" and any(
         row["agent_id"] == 501 and row["reason_note"] == "bank visit" for row in m["data"]["agents"]),
         timeout=EVENT_SECONDS)
     with app.app_context():
-        get_db().run(agents.pause, 501, "other", "parent teacher meeting", now=clock.now(TZ))
+        get_db().run(roster.pause, 501, "other", "parent teacher meeting", now=clock.now(TZ))
     until(client, lambda m: m["event"] == "board.update" and any(
         row["agent_id"] == 501 and row["reason_note"] == "parent teacher meeting" for row in m["data"]["agents"]),
         timeout=EVENT_SECONDS)
@@ -577,7 +577,7 @@ def test_a_ringing_call_shows_its_campaign_until_it_ends(board, floor, app, clie
     new_lead("HOME-1", form_type="home_loan", phone_number="+91 98765 43211")
     with app.app_context():
         for agent_id in (501, 502):
-            get_db().run(agents.set_availability, agent_id, panel_active=True, ami_idle=True)
+            get_db().run(roster.set_availability, agent_id, panel_active=True, ami_idle=True)
     live = board("", {"X-API-Key": SUPERVISOR_SECRET})
     assert {row["agent_id"]: row["form_type"] for row in frame(live)["data"]["agents"]} == {501: None, 502: None}
 
@@ -659,7 +659,7 @@ def test_boards_joining_during_churn_each_end_with_every_row_exact(board, floor,
     agent_ids = list(range(601, 617))
     with app.app_context():
         for agent_id in agent_ids:
-            get_db().run(agents.save_agent, agent_id, str(5000 + agent_id), f"Agent {agent_id}", ["home_loan"])
+            get_db().run(roster.save_agent, agent_id, str(5000 + agent_id), f"Agent {agent_id}", ["home_loan"])
     boards = [LiveBoard(board("", {"X-API-Key": SUPERVISOR_SECRET}))]
     changes, stop, lock = [0], threading.Event(), threading.Lock()
     joins = threading.Semaphore(0)
@@ -671,14 +671,14 @@ def test_boards_joining_during_churn_each_end_with_every_row_exact(board, floor,
                 agent_id = chooser.choice(agent_ids)
                 kind = chooser.randrange(4)
                 if kind == 0:
-                    get_db().run(agents.set_availability, agent_id, panel_active=True, ami_idle=chooser.random() < 0.5)
+                    get_db().run(roster.set_availability, agent_id, panel_active=True, ami_idle=chooser.random() < 0.5)
                 elif kind == 1:
-                    get_db().run(agents.pause, agent_id, chooser.choice(["tea", "lunch"]))
+                    get_db().run(roster.pause, agent_id, chooser.choice(["tea", "lunch"]))
                 elif kind == 2:
-                    get_db().run(agents.pause, agent_id, "other", chooser.choice(["bank", "school run", "doctor"]),
+                    get_db().run(roster.pause, agent_id, "other", chooser.choice(["bank", "school run", "doctor"]),
                                  now=clock.now(TZ))
                 else:
-                    get_db().run(agents.resume, agent_id)
+                    get_db().run(roster.resume, agent_id)
                 with lock:
                     changes[0] += 1
                     if changes[0] % 25 == 0:
@@ -733,12 +733,12 @@ def test_a_change_undone_before_the_next_update_still_reaches_the_board_that_joi
 
     feed, first, second = BoardFeed(app), RecordingSocket(), RecordingSocket()
     with app.app_context():
-        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
-        get_db().run(agents.pause, 501, "tea")
+        get_db().run(roster.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(roster.pause, 501, "tea")
         feed.join(first)
-        get_db().run(agents.pause, 501, "lunch")
+        get_db().run(roster.pause, 501, "lunch")
         feed.join(second)
-        get_db().run(agents.pause, 501, "tea")
+        get_db().run(roster.pause, 501, "tea")
         feed.changed({501})
     second.sent(2)
     served = client.get("/api/board", headers={"X-API-Key": SUPERVISOR_SECRET}).get_json()
@@ -758,14 +758,14 @@ def test_a_change_reported_while_the_first_board_joins_reaches_it(app, client, f
 
     def read_then_change(tz):
         shared = read_snapshot(tz)
-        get_db().run(agents.pause, 501, "lunch")
+        get_db().run(roster.pause, 501, "lunch")
         feed.changed({501})  # the hub's poll (its own thread in the service), while the join holds the lock
         return shared
 
     feed._read_snapshot = read_then_change
     with app.app_context():
-        get_db().run(agents.set_availability, 501, panel_active=True, ami_idle=True)
-        get_db().run(agents.pause, 501, "tea")
+        get_db().run(roster.set_availability, 501, panel_active=True, ami_idle=True)
+        get_db().run(roster.pause, 501, "tea")
         feed.join(first)
         feed.changed(set())  # the next poll
     first.sent(2)

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import TZ, progressive_claims_at_once
 from dialerapi.plumbing import clock
-from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.compliance import claim_checks
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
 
@@ -209,7 +209,7 @@ def test_a_lead_of_the_previous_release_is_worked_out_again_by_the_claim_that_fi
     floor_agent()
     push("OLD", phone(504, 1))
     # As the 0024 release wrote it: a call zone of its IANA zones alone, no region.
-    zone = run(compliance.zone_ids, [("America/Chicago",)])[("America/Chicago",)]
+    zone = run(claim_checks.zone_ids, [("America/Chicago",)])[("America/Chicago",)]
     sql("UPDATE sales_master SET call_zone_id = %s WHERE oli_id = 'OLD'", zone)
     rules_on("us-la")
     assert claim_all(run, 501, at(SUNDAY_NOON)) == []
@@ -306,7 +306,7 @@ def test_open_call_zones_are_worked_out_once_a_minute(run, push, rules_on, sql):
 
     def open_ids(moment):
         now = at(moment)
-        return run(lambda conn: compliance.open_zone_ids(conn, now, TZ, dialer_config.load_config(conn), reload=True))
+        return run(lambda conn: claim_checks.open_zone_ids(conn, now, TZ, dialer_config.load_config(conn), reload=True))
 
     zone = sql.one("SELECT call_zone_id FROM sales_master WHERE oli_id = 'LA-1'")["call_zone_id"]
     assert zone not in open_ids(datetime(2026, 11, 30, 7, 59, 59, tzinfo=CHICAGO))
@@ -362,7 +362,7 @@ def test_the_floor_counts_the_leads_each_rule_holds_per_campaign_once_a_minute(
     at(sunday)
     assert jobs.held_counts_tick(app) == 4
     assert jobs.held_counts_tick(app) is None, "one count a minute, whichever process comes first"
-    zero = dict.fromkeys(compliance.HELD_REASONS, 0)
+    zero = dict.fromkeys(claim_checks.HELD_REASONS, 0)
     counted_at, held = floor()
     assert counted_at == sunday.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert held == {"home_loan": {**zero, "state_sunday": 1, "state_hours": 1, "do_not_call": 1},
@@ -378,8 +378,7 @@ def test_the_floor_counts_the_leads_each_rule_holds_per_campaign_once_a_minute(
 
 def test_a_campaign_marked_consent_required_leaves_its_unconsented_leads_to_a_manual_redial(
         run, push, floor_agent, sql, client, engine_auth, auth):
-    from dialerapi.rules.campaigns import operations as campaigns
-
+    from dialerapi.rules.campaigns import operations
     at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
     floor_agent(501, skills=("home_loan", "credit_card"))
     push("EXPRESS", phone(214, 1), consent={"type": "express", "at": "2026-11-01 10:00:00"})
@@ -387,7 +386,7 @@ def test_a_campaign_marked_consent_required_leaves_its_unconsented_leads_to_a_ma
     push("NONE", phone(214, 3))
     push("OTHER", phone(214, 4), form_type="credit_card")
     now = at(datetime(2026, 11, 30, 13, 0, tzinfo=CHICAGO))
-    run(campaigns.update, "home_loan", {"consent_required": "automated"}, now, "test")
+    run(operations.update, "home_loan", {"consent_required": "automated"}, now, "test")
     assert claim_all(run, 501, now) == ["EXPRESS", "OTHER"]
     why = read(client, auth, "NONE")["callable"]
     assert (why["now"], why["reason"], why["rule"]) == (False, "consent_required", "campaign")
@@ -397,7 +396,7 @@ def test_a_campaign_marked_consent_required_leaves_its_unconsented_leads_to_a_ma
                                                     "request_id": "r1"}, headers=engine_auth)
     assert response.status_code == 200, "an agent's manual redial is the way to call it"
     with pytest.raises(Exception, match="predictive, automated or all"):
-        run(campaigns.update, "home_loan", {"consent_required": "always"}, now, "test")
+        run(operations.update, "home_loan", {"consent_required": "always"}, now, "test")
 
 
 def test_a_campaign_marked_consent_required_all_refuses_the_redial_of_an_unconsented_lead(
@@ -405,14 +404,13 @@ def test_a_campaign_marked_consent_required_all_refuses_the_redial_of_an_unconse
     """Issue #68 item 4: a campaign marked so calls no lead without written or express consent,
     by any claim: claims pass the lead over, its redial answers 409 not_claimable consent_required
     (D3's shape, with the rule and next_at); a consented lead's redial and an inbound call go on."""
-    from dialerapi.rules.campaigns import operations as campaigns
-
+    from dialerapi.rules.campaigns import operations
     at(datetime(2026, 11, 30, 12, 0, tzinfo=CHICAGO))
     floor_agent(501, skills=("home_loan",))
     push("WRITTEN", phone(214, 1), consent={"type": "written", "at": "2026-11-01 10:00:00"})
     push("EBR", phone(214, 2), consent={"type": "ebr", "at": "2026-11-01 10:00:00"})
     now = at(datetime(2026, 11, 30, 13, 0, tzinfo=CHICAGO))
-    run(campaigns.update, "home_loan", {"consent_required": "all"}, now, "test")
+    run(operations.update, "home_loan", {"consent_required": "all"}, now, "test")
     assert claim_all(run, 501, now) == ["WRITTEN"]
     sql("UPDATE sales_master SET dial_status = 'Received', isReserved = 0")
     sql("UPDATE sales_agents SET panel_active = 1, ami_idle = 1")

@@ -15,7 +15,7 @@ from datetime import datetime, time, timedelta
 import pytest
 
 from conftest import TZ, own_number
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.config import calendars
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
@@ -58,7 +58,7 @@ def claim_or_refusal(run, agent_id, now):
 
 
 def status(run, form_type, now):
-    return run(lambda conn: campaigns.status(dialer_config.load_config(conn), form_type, now, TZ))
+    return run(lambda conn: operations.status(dialer_config.load_config(conn), form_type, now, TZ))
 
 
 def test_a_campaign_opens_and_closes_on_its_weekday_hours_at_this_minute(run, leads, now):
@@ -68,18 +68,18 @@ def test_a_campaign_opens_and_closes_on_its_weekday_hours_at_this_minute(run, le
     minute = now.hour * 60 + now.minute
     today, yesterday = calendars.DAYS[now.weekday()], calendars.DAYS[(now.weekday() - 1) % 7]
     agents = leads("opening", "closing")
-    run(campaigns.update, "opening", {"open_hours": {today: [f"{hhmm(minute)}-{hhmm(min(minute + 60, 1440))}"]}},
+    run(operations.update, "opening", {"open_hours": {today: [f"{hhmm(minute)}-{hhmm(min(minute + 60, 1440))}"]}},
         now, "test")
     if minute:
         closing_hours, opens_again = {today: [f"{hhmm(max(minute - 60, 0))}-{hhmm(minute)}"]}, (7, max(minute - 60, 0))
     else:
         closing_hours, opens_again = {yesterday: ["23:00-24:00"]}, (6, 23 * 60)
-    run(campaigns.update, "closing", {"open_hours": closing_hours}, now, "test")
+    run(operations.update, "closing", {"open_hours": closing_hours}, now, "test")
 
     assert claim_or_refusal(run, agents["opening"], now) == ("OPENING-1", None, None)
     oli_id, reason, refused = claim_or_refusal(run, agents["closing"], now)
     expected_open = datetime.combine(now.date() + timedelta(days=opens_again[0]), time()) + timedelta(minutes=opens_again[1])
-    assert (oli_id, reason, refused["closed_reason"]) == (None, campaigns.CAMPAIGN_CLOSED, calendars.OUTSIDE_HOURS)
+    assert (oli_id, reason, refused["closed_reason"]) == (None, operations.CAMPAIGN_CLOSED, calendars.OUTSIDE_HOURS)
     assert refused["next_open_at"] == f"{expected_open:%Y-%m-%d %H:%M:%S}"
     assert status(run, "opening", now)["open"] is True and status(run, "closing", now)["open"] is False
 
@@ -88,13 +88,13 @@ def test_a_restricted_date_closes_from_its_midnight_and_yesterdays_no_longer_doe
     """Open all week; `holiday` restricts today, `lifted` restricted yesterday: the first is closed
     (restricted_date, its note, next open at tomorrow's midnight), the second's lead is claimed."""
     agents = leads("holiday", "lifted")
-    run(campaigns.update, "holiday", {"open_hours": ALL_DAY, "restricted_dates": [
+    run(operations.update, "holiday", {"open_hours": ALL_DAY, "restricted_dates": [
         {"date": f"{now:%Y-%m-%d}", "note": "Christmas Day"}]}, now, "test")
-    run(campaigns.update, "lifted", {"open_hours": ALL_DAY, "restricted_dates": [
+    run(operations.update, "lifted", {"open_hours": ALL_DAY, "restricted_dates": [
         {"date": f"{now - timedelta(days=1):%Y-%m-%d}", "note": "yesterday"}]}, now, "test")
 
     oli_id, reason, refused = claim_or_refusal(run, agents["holiday"], now)
-    assert (oli_id, reason) == (None, campaigns.CAMPAIGN_CLOSED)
+    assert (oli_id, reason) == (None, operations.CAMPAIGN_CLOSED)
     assert (refused["closed_reason"], refused["restriction_note"]) == (calendars.RESTRICTED, "Christmas Day")
     assert refused["next_open_at"] == f"{now.date() + timedelta(days=1):%Y-%m-%d} 00:00:00"
     assert claim_or_refusal(run, agents["lifted"], now) == ("LIFTED-1", None, None)

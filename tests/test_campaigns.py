@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ENGINE_SECRET, SUPERVISOR_SECRET, TZ, set_clock, sixteen_at_once
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.config import calendars, campaign_settings
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
@@ -33,7 +33,7 @@ def fixed_now(frozen_clock):
 
 
 def set_campaign(run, form_type, now=NOW, **settings):
-    return run(campaigns.update, form_type, settings, now, "test")
+    return run(operations.update, form_type, settings, now, "test")
 
 
 def claim(run, agent_id=501, now=NOW):
@@ -133,16 +133,16 @@ def test_a_paused_campaign_is_not_claimed_while_the_others_dial_on(run, new_lead
     floor_agent(501, skills=("home_loan", "credit_card"))
     new_lead("HOME-1", priority_id=1)
     new_lead("CARD-1", form_type="credit_card", priority_id=2)
-    run(campaigns.pause, "home_loan", NOW, "test")
+    run(operations.pause, "home_loan", NOW, "test")
     assert claim(run) == "CARD-1", "home_loan's lead comes first in claim order, but its campaign is paused"
     settle(run, "CARD-1", "answered")
     with pytest.raises(claims.NotClaimable) as refused:
         run(claims.claim_lead, 501, "HOME-1", NOW, tz=TZ)
-    assert refused.value.reason == campaigns.CAMPAIGN_PAUSED
+    assert refused.value.reason == operations.CAMPAIGN_PAUSED
     inbound = run(claims.claim_lead, 501, "HOME-1", NOW, call_type="inbound", tz=TZ)
     assert inbound["oli_id"] == "HOME-1", "the customer calling in is answered"
     settle(run, "HOME-1", "answered")
-    run(campaigns.resume, "home_loan", NOW, "test")
+    run(operations.resume, "home_loan", NOW, "test")
     new_lead("HOME-2")
     assert claim(run) == "HOME-2"
 
@@ -174,7 +174,7 @@ def test_predictive_off_refuses_predictive_claims_of_its_leads_and_progressive_o
     set_campaign(run, "home_loan", predictive=False)
     with pytest.raises(claims.NotClaimable) as refused:
         run(claims.claim_predictive, NOW, form_type="home_loan", tz=TZ)
-    assert refused.value.reason == campaigns.PREDICTIVE_OFF
+    assert refused.value.reason == operations.PREDICTIVE_OFF
     assert claim(run) == "HOME-1"
 
 
@@ -186,7 +186,7 @@ def test_a_restricted_date_closes_the_campaign_and_its_callbacks_wait_for_the_ne
     set_campaign(run, "home_loan", restricted_dates=[{"date": "2026-12-25", "note": "Christmas Day"}])
     with pytest.raises(claims.NotClaimable) as refused:
         claim(run, now=christmas)
-    assert refused.value.reason == campaigns.CAMPAIGN_CLOSED
+    assert refused.value.reason == operations.CAMPAIGN_CLOSED
     assert refused.value.figures["campaigns"][0]["restriction_note"] == "Christmas Day"
     assert refused.value.figures["campaigns"][0]["next_open_at"] == "2026-12-26 09:00:00"
     assert claim(run, now=datetime(2026, 12, 26, 9, 0)) == "HOME-1"
@@ -281,7 +281,7 @@ def test_a_change_holds_at_the_next_claim_of_another_process_without_a_restart(a
         " old_values, new_values) VALUES ('home_loan', 'paused', %s, %s, 'other-host', '{}', '{}')", NOW, NOW)
     with pytest.raises(claims.NotClaimable) as refused:
         claim(run)
-    assert refused.value.reason == campaigns.CAMPAIGN_PAUSED
+    assert refused.value.reason == operations.CAMPAIGN_PAUSED
 
 
 def test_the_sweep_tells_of_each_personal_callback_past_its_own_campaigns_fallback(new_lead, floor_agent, sql, run):
@@ -347,7 +347,7 @@ def test_no_claim_of_a_campaign_commits_after_its_pause_commits(app, client, aut
     count = "SELECT COUNT(*) AS n FROM sales_master WHERE form_type = 'seasonal' AND isReserved = 1"
 
     def pause_and_count(conn):
-        campaigns.pause(conn, "seasonal", NOW, "test")
+        operations.pause(conn, "seasonal", NOW, "test")
         return sql.one(count)["n"]
 
     for _ in range(3):
@@ -373,11 +373,11 @@ def test_no_claim_of_a_campaign_commits_after_its_pause_commits(app, client, aut
         assert errors == []
         assert seen_at_pause == [sql.one(count)["n"]] == [len(claimed)], f"no claim committed after the pause ({_}, {refusals})"
         assert len(set(claimed)) == len(claimed)
-        assert refusals == [campaigns.CAMPAIGN_PAUSED] * 16
+        assert refusals == [operations.CAMPAIGN_PAUSED] * 16
         sql("UPDATE sales_master SET isReserved = 0, dial_status = 'Pending', reservation_id = NULL,"
             " previous_dial_status = NULL")
         with app.app_context():
-            get_db().run(campaigns.resume, "seasonal", NOW, "test")
+            get_db().run(operations.resume, "seasonal", NOW, "test")
 
 
 def _claim_or_refusal(conn, agent_id):

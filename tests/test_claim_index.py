@@ -20,7 +20,7 @@ import pytest
 from conftest import TZ
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.compliance import do_not_call
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
 from dialerapi.rules.leads import transitions
@@ -145,7 +145,7 @@ def test_a_thousand_leads_of_a_closed_zone_due_first_cost_the_claim_nothing(app,
 
 
 def test_a_thousand_listed_leads_due_first_cost_the_claim_nothing(app, crowd, run):
-    run(dnc.add, [12125550000 + n for n in range(AHEAD)], "cli", NOW)
+    run(do_not_call.add, [12125550000 + n for n in range(AHEAD)], "cli", NOW)
     ten_in_new_york = datetime(2026, 11, 23, 10, 0, tzinfo=ZoneInfo("America/New_York"))
     got, reads = claim_at(app, ten_in_new_york)  # 20:30 in Kolkata: both open
     assert got == "IN"

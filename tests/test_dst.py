@@ -12,7 +12,7 @@ import pytest
 
 from conftest import make_app
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.dialing import claims
 from dialerapi.rules.leads import dialstate
 from dialerapi.upkeep import jobs
@@ -95,8 +95,8 @@ def test_a_repeated_callback_time_is_its_first_occurrence(ny, sql, frozen_clock)
     push(ny, "TWICE")
     response = ny.post("/api/pending-callbacks", {"oliId": "TWICE", "scheduledAt": "2026-11-01 01:30"})
     assert response.get_json()["pending"]["scheduled_at"] == "2026-11-01 01:30:00"
-    ny.run(agents.save_agent, 501, "4501", "Agent", ["home_loan"], [])
-    ny.run(agents.set_availability, 501, panel_active=True, ami_idle=True)
+    ny.run(roster.save_agent, 501, "4501", "Agent", ["home_loan"], [])
+    ny.run(roster.set_availability, 501, panel_active=True, ami_idle=True)
     # Due at the first 01:30 (05:30 UTC), not a second earlier.
     assert ny.run(claims.claim_next, 501, wall(utc(2026, 11, 1, 5, 29, 59))) is None
     assert ny.run(claims.claim_next, 501, wall(utc(2026, 11, 1, 5, 30)))["oli_id"] == "TWICE"
@@ -115,8 +115,8 @@ def test_iso_times_with_an_offset_across_a_change(ny, sql, frozen_clock, sent, s
     push(ny, "ISO")
     ny.post("/api/send-callback-request", {"oliId": "ISO", "scheduledAt": sent})
     assert sql.lead("ISO")["callback_scheduled_at"] == stored
-    ny.run(agents.save_agent, 501, "4501", "Agent", ["home_loan"], [])
-    ny.run(agents.set_availability, 501, panel_active=True, ami_idle=True)
+    ny.run(roster.save_agent, 501, "4501", "Agent", ["home_loan"], [])
+    ny.run(roster.set_availability, 501, panel_active=True, ami_idle=True)
     assert ny.run(claims.claim_next, 501, wall(claimable_from - timedelta(seconds=1))) is None
     assert ny.run(claims.claim_next, 501, wall(claimable_from))["oli_id"] == "ISO"
 
@@ -191,9 +191,9 @@ def bridged(ny, sql, make_live, frozen_clock):
     def connect(connected):
         frozen_clock(utc(2026, 10, 1, 12, 0))
         push(ny, "OLI-1")
-        ny.run(agents.save_agent, 501, "4501", "Agent", ["home_loan"], [])
+        ny.run(roster.save_agent, 501, "4501", "Agent", ["home_loan"], [])
         make_live("OLI-1")
-        ny.run(agents.open_missed_activity, "OLI-1", 501, wall(connected), NEW_YORK)
+        ny.run(roster.open_missed_activity, "OLI-1", 501, wall(connected), NEW_YORK)
 
     return connect
 
@@ -201,7 +201,7 @@ def bridged(ny, sql, make_live, frozen_clock):
 def overdue_at(ny, frozen_clock, moment):
     frozen_clock(moment)
     body = ny.missed()
-    blocked_flags = ny.run(agents.refresh_blocking, wall(moment), NEW_YORK)
+    blocked_flags = ny.run(roster.refresh_blocking, wall(moment), NEW_YORK)
     return body["items"][0]["overdue"], body["blocked"], blocked_flags
 
 

@@ -17,13 +17,12 @@ from test_settle import settle  # noqa: F401 - the fixture: settle(oli_id, outco
 
 from conftest import DEFAULT_NOW, ROOT, TZ, cli, connect_params, own_number, utc_text
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
-from dialerapi.rules.campaigns import operations as campaigns
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.agents import roster
+from dialerapi.rules.campaigns import operations
+from dialerapi.rules.compliance import do_not_call
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.core import vocabulary
-from dialerapi.rules.dialing import claims
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import claims, crm_actions
 from dialerapi.rules.events import lead_events
 from dialerapi.rules.leads import dialstate, transitions
 from dialerapi.upkeep import jobs
@@ -120,7 +119,7 @@ def test_a_held_disposition_applied_by_the_sweep_is_told_as_disposed_by_the_swee
     client.post("/api/pending-dispositions", json={"oliId": "OLI-1", "reason": "Not interested"}, headers=auth)
     sql("UPDATE sales_master SET isReserved = 0, dial_status = 'Received' WHERE oli_id = 'OLI-1'")
     with app.app_context():
-        result = actions.sweep(get_db(), NOW + timedelta(minutes=1), TZ)
+        result = crm_actions.sweep(get_db(), NOW + timedelta(minutes=1), TZ)
     assert result["applied"] == 1
     [event] = events_of(feed)
     assert event["type"] == "lead.disposed" and event["occurred_at_local"] == "2026-11-21 10:01:00"
@@ -150,8 +149,8 @@ def test_a_listed_number_tells_each_of_its_leads_once(new_lead, feed, client, au
     for oli_id in ("OLI-1", "OLI-2"):
         new_lead(oli_id, phone_number="+91 98765 43210")
     new_lead("OLI-3", phone_number="+91 98765 43299")
-    run(dnc.add, ["919876543210"], "cli", NOW)
-    run(dnc.add, ["919876543210"], "cli", NOW)  # listed already: no lead changes, no event
+    run(do_not_call.add, ["919876543210"], "cli", NOW)
+    run(do_not_call.add, ["919876543210"], "cli", NOW)  # listed already: no lead changes, no event
     events = events_of(feed)
     assert sorted((e["type"], e["oli_id"], e["data"]["source"]) for e in events) == [
         ("lead.do_not_call", "OLI-1", "cli"), ("lead.do_not_call", "OLI-2", "cli")]
@@ -180,10 +179,10 @@ def test_a_number_taken_off_the_list_tells_each_of_its_leads_and_a_live_one_at_i
     floor_agent(501)
     for oli_id in ("OLI-1", "OLI-2"):
         new_lead(oli_id, phone_number="+91 98765 43210")
-    run(dnc.add, ["919876543210"], "cli", NOW)
+    run(do_not_call.add, ["919876543210"], "cli", NOW)
     make_live("OLI-2")
-    run(dnc.remove, ["919876543210"], NOW)
-    run(dnc.remove, ["919876543210"], NOW)  # off the list already: no lead changes, no event
+    run(do_not_call.remove, ["919876543210"], NOW)
+    run(do_not_call.remove, ["919876543210"], NOW)  # off the list already: no lead changes, no event
     told = [(e["type"], e["oli_id"], e["data"]["source"]) for e in events_of(feed)[2:]]
     assert told == [("lead.do_not_call_removed", "OLI-1", "cli")]
     assert client.get("/api/leads/OLI-1", headers=auth).get_json()["lead"]["do_not_call"] is False
@@ -194,7 +193,7 @@ def test_a_number_taken_off_the_list_tells_each_of_its_leads_and_a_live_one_at_i
 
     new_lead("OLI-3", phone_number="+91 98765 43233")
     make_live("OLI-3")
-    run(dnc.add, ["919876543233"], "cli", NOW)
+    run(do_not_call.add, ["919876543233"], "cli", NOW)
     assert [e["oli_id"] for e in events_of(feed) if e["oli_id"] == "OLI-3"] == []
     sql("UPDATE sales_master SET dial_status = 'Pending', isReserved = 0 WHERE oli_id = 'OLI-3'")
     sql("UPDATE sales_master SET dial_status = 'Disposed' WHERE oli_id IN ('OLI-1', 'OLI-2')")
@@ -226,7 +225,7 @@ def test_an_owner_leaving_the_roster_tells_of_their_callbacks(new_lead, sql, fee
     new_lead("OLI-1")
     sql("UPDATE sales_master SET dial_status = 'Callback', callback_scheduled_at = %s, callback_agent_id = 501"
         " WHERE oli_id = 'OLI-1'", NOW + timedelta(hours=2))
-    run(agents.remove_agent, 501, NOW)
+    run(roster.remove_agent, 501, NOW)
     [event] = events_of(feed)
     assert event["type"] == "lead.callback_fell_back" and event["data"]["cause"] == "owner_removed"
     assert sql.one("SELECT callback_agent_id FROM sales_master WHERE oli_id = 'OLI-1'")["callback_agent_id"] is None
@@ -446,11 +445,11 @@ def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, 
     live_lead("OLI-3")
     run(dialstate.release, "OLI-3", NOW, tz=TZ, grace_minutes=10, release_retry_ms=60000)
     client.post("/api/pending-dispositions", json={"oliId": "OLI-3", "reason": "DND"}, headers=auth)
-    run(dnc.remove, [sql.lead("OLI-3")["phone_e164"]], NOW)
+    run(do_not_call.remove, [sql.lead("OLI-3")["phone_e164"]], NOW)
     held_and_freed(new_lead, settle, run, sql)
     client.patch("/api/campaigns/uk_collections", json={"abandon_period": "24h"}, headers=auth)
-    run(campaigns.pause, "uk_collections", NOW, "cli")
-    run(campaigns.resume, "uk_collections", NOW, "cli")
+    run(operations.pause, "uk_collections", NOW, "cli")
+    run(operations.resume, "uk_collections", NOW, "cli")
     made = {}
     for event in events_of(feed, limit=1000):
         made.setdefault(event["type"], event)

@@ -15,7 +15,7 @@ from conftest import DEFAULT_NOW, ENGINE_SECRET, TZ, cli, make_app
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules.core import vocabulary
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import crm_actions
 from dialerapi.rules.leads import dialstate
 from dialerapi.upkeep import jobs
 
@@ -50,7 +50,7 @@ def claimed(sql, new_lead, engine):
 
 def sweep(app):
     with app.app_context():
-        return actions.sweep(get_db(), clock.now(TZ), TZ, app.config)
+        return crm_actions.sweep(get_db(), clock.now(TZ), TZ, app.config)
 
 
 def test_a_reservation_is_released_when_its_lease_runs_out_and_not_a_second_before(
@@ -204,7 +204,7 @@ def test_settles_and_sweeps_racing_on_expired_reservations_end_each_call_once(ap
         barrier.wait()
         try:
             with app.app_context():
-                released.extend(actions.release_expired(get_db(), later, TZ, lease_seconds=int(LEASE.total_seconds()),
+                released.extend(crm_actions.release_expired(get_db(), later, TZ, lease_seconds=int(LEASE.total_seconds()),
                                                         grace_minutes=10, release_retry_ms=60000))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

@@ -14,7 +14,7 @@ from test_migration_dnc import apply_until, apply_while_serving, roll_back
 from conftest import make_app
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 
 # Over 10 s each with its populated floor (issue #63): make faults runs them, not make test.
 pytestmark = [pytest.mark.slow, pytest.mark.long]
@@ -69,8 +69,8 @@ def test_0018_applied_while_the_previous_release_changes_states_then_both_serve(
     migrate.upgrade(url)
     app = make_app(url)
     with app.app_context():
-        get_db().run(agents.set_availability, 1001, ami_idle=False)
-        get_db().run(agents.pause, 1002, "lunch")
+        get_db().run(roster.set_availability, 1001, ami_idle=False)
+        get_db().run(roster.pause, 1002, "lunch")
     with conn.cursor() as cur:
         cur.execute("SELECT s.agent_id, s.ami_idle, s.pause_code, a.ami_idle = s.ami_idle AS current"
                     " FROM dialerapi_agent_states AS s JOIN sales_agents AS a ON a.id = s.agent_id ORDER BY s.id")

@@ -18,7 +18,7 @@ from test_migration_dnc import apply_until, apply_while_serving, roll_back_throu
 from conftest import TZ
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.dialing import claims
 
 NOW = datetime(2026, 11, 23, 10, 0, 0)
@@ -83,14 +83,14 @@ def test_0023_applied_while_the_previous_release_claims_then_this_one_pauses_a_c
     assert migrate.pending(url)[0] == "0024.claim-gates"
     migrate.upgrade(url)  # this release's schema (0024: its claims refer to a claim gate)
 
-    campaigns.pause(conn, "home_loan", NOW, "test")
+    operations.pause(conn, "home_loan", NOW, "test")
     conn.commit()
     home_before = reserved(conn, "home_loan")
     for agent_id in range(1, 21):
         try:
             row = claims.claim_next(conn, agent_id, NOW, tz=TZ)
         except claims.NotClaimable as refused:
-            assert agent_id % 2 == 1 and refused.reason == campaigns.CAMPAIGN_PAUSED
+            assert agent_id % 2 == 1 and refused.reason == operations.CAMPAIGN_PAUSED
             conn.rollback()
             continue
         assert row["form_type"] == "credit_card"
@@ -103,7 +103,7 @@ def test_0023_applied_while_the_previous_release_claims_then_this_one_pauses_a_c
 def test_0023_rolls_back_and_the_previous_release_claims_on(floor_0022):
     url, conn = floor_0022
     migrate.upgrade(url)
-    campaigns.update(conn, "home_loan", {"retry_seconds": 600}, NOW, "test")
+    operations.update(conn, "home_loan", {"retry_seconds": 600}, NOW, "test")
     conn.commit()
     roll_back_through(url, "0023.campaigns")
     with conn.cursor() as cur:

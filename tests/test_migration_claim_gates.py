@@ -15,7 +15,7 @@ from test_migration_dnc import apply_until, apply_while_serving, roll_back_throu
 
 from conftest import TZ
 from dialerapi.plumbing import migrate
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.dialing import claims
 
 
@@ -63,7 +63,7 @@ def test_0024_applied_while_the_previous_release_claims_then_this_ones_claims_pa
     assert leads == dict.fromkeys((first["oli_id"], again["oli_id"], "M-000000")), "no row keeps a reference"
     assert gate_rows == [1]
 
-    campaigns.pause(conn, "home_loan", NOW, "test")  # deletes the gate and inserts it again
+    operations.pause(conn, "home_loan", NOW, "test")  # deletes the gate and inserts it again
     conn.commit()
     assert gates(conn, first["oli_id"])[1] == [1]
     claim_0022(conn, 2001)  # the previous release, still serving beside it, on the new schema

@@ -2,7 +2,7 @@
 
 Hosts upgrade one at a time: the previous release's push and claim statements run on the new
 schema, and rows they write (no phone_e164, do_not_call 0, call_zone_id 0) are held to the new
-rules by the claim itself (rules/compliance.refusal). decisions.md D1: a fresh database and an
+rules by the claim itself (rules/claim_checks.refusal). decisions.md D1: a fresh database and an
 upgraded one end identical (tests/test_setup.py holds that for every migration).
 """
 
@@ -18,11 +18,10 @@ from yoyo import get_backend, read_migrations
 from conftest import SECRET, TZ, cli, make_app, set_clock
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
-from dialerapi.rules.compliance import claim_checks as compliance
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.compliance import claim_checks, do_not_call
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
-from dialerapi.rules.leads import push as leads_rules
+from dialerapi.rules.leads import push
 from dialerapi.upkeep import jobs
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
@@ -142,7 +141,7 @@ def test_leads_the_previous_release_wrote_are_held_to_the_list_by_the_claim(popu
     app = make_app(url, DB_TIMEZONE=TZ.key, WS_SECRET=SECRET)
     with app.app_context():
         db = get_db()
-        db.run(dnc.add, [919876543210], "cli", NOW)
+        db.run(do_not_call.add, [919876543210], "cli", NOW)
         got = db.run(claims.claim_next, 501, NOW, tz=TZ)
     assert got["oli_id"] == "F-000010"
     with conn.cursor() as cur:
@@ -221,7 +220,7 @@ def test_the_backfill_works_out_every_lead_the_previous_release_wrote_but_a_live
     conn.commit()
     app = make_app(url, DB_TIMEZONE=TZ.key, WS_SECRET=SECRET)
     with app.app_context():
-        get_db().run(dnc.add, [919876500007], "cli", NOW)
+        get_db().run(do_not_call.add, [919876500007], "cli", NOW)
     result = cli(url, "dnc", "backfill")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"{LEADS - 1:,} leads worked out"
@@ -272,13 +271,13 @@ def test_pushes_racing_the_backfill_leave_every_lead_s_facts_those_of_its_phone(
             db = get_db()
             gate.wait()
             for start in range(0, len(leads), 500):
-                db.run(lambda c: leads_rules.push_leads(c, leads[start:start + 500], NOW, TZ, dialer_config.load_config(c)))
+                db.run(lambda c: push.push_leads(c, leads[start:start + 500], NOW, TZ, dialer_config.load_config(c)))
 
     def backfill(_):
         with app.app_context():
             db = get_db()
             gate.wait()
-            while db.run(lambda c: compliance.work_out_leads(c, dialer_config.load_config(c), max_rows=500)):
+            while db.run(lambda c: claim_checks.work_out_leads(c, dialer_config.load_config(c), max_rows=500)):
                 pass
 
     with ThreadPoolExecutor(16) as pool:

@@ -17,8 +17,7 @@ from test_migration_dnc import apply_until, apply_while_serving, roll_back
 from conftest import TZ, make_app
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, get_db
-from dialerapi.rules.dialing import claims
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import claims, crm_actions
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
 # Over 10 s each with its populated floor (issue #63): make faults runs them, not make test.
@@ -98,7 +97,7 @@ def test_0015_applied_while_the_previous_release_serves_then_both_serve(floor_00
     app = make_app(url)
     with app.app_context():
         db = get_db()
-        db.run(actions.request_callback, "M-000000", NOW - timedelta(minutes=2), NOW, 501)
+        db.run(crm_actions.request_callback, "M-000000", NOW - timedelta(minutes=2), NOW, 501)
         assert db.run(claims.claim_next, 502, NOW, tz=TZ)["oli_id"] == "M-000005"
         assert db.run(claims.claim_next, 501, NOW, tz=TZ)["oli_id"] == "M-000000"
     # ...and the previous release's statements still run on the lead this release wrote.

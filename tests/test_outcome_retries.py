@@ -14,7 +14,7 @@ import pytest
 from conftest import TZ, sixteen_at_once
 from dialerapi.rules.compliance import abandons
 from dialerapi.rules.config import dialer as dialer_config
-from dialerapi.rules.core import vocabulary as states
+from dialerapi.rules.core import vocabulary
 from dialerapi.rules.dialing import claims
 from dialerapi.rules.leads import dialstate, transitions
 from dialerapi.rules.views import floor
@@ -57,7 +57,7 @@ def test_with_no_rule_every_outcome_follows_the_specification_exactly():
         no_answer = transitions.hangup_changes(row, "no_answer", now, base, TZ)
         machine = transitions.hangup_changes(row, "machine", now, base, TZ, outcome_attempts=rng.randrange(0, 9))
         assert {**machine, "last_dial_result": "NOANSWER"} == no_answer
-        for outcome in states.RETRY_OUTCOMES:
+        for outcome in vocabulary.RETRY_OUTCOMES:
             assert transitions.hangup_changes(row, outcome, now, base, TZ, outcome_attempts=5) == \
                 transitions.hangup_changes(row, outcome, now, base, TZ)
 

@@ -15,14 +15,14 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 from test_busy_floor import at_once
+from wsclient import Client
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, SECRET, TZ, cli, mint_token, start_gunicorn
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import connect, get_db, queries
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.dialing import claims
 from dialerapi.rules.leads import dialstate
-from wsclient import Client
 
 NOW = DEFAULT_NOW
 OWNER, OTHER = 501, 502
@@ -244,7 +244,7 @@ def test_the_owner_leaving_the_roster_hands_it_to_anyone_at_once(run, two_agents
     make_live("HELD")
     assert post("/api/pending-callbacks", {"oliId": "HELD", "scheduledAt": "2026-11-21 09:58",
                                            "callbackAgentId": OWNER}).status_code == 202
-    run(agents.remove_agent, OWNER, NOW)
+    run(roster.remove_agent, OWNER, NOW)
     assert owner_of(sql, "OLI-1") is None
     assert sql.one("SELECT callbackAgentId FROM sales_pending_actions")["callbackAgentId"] is None
     assert claimed(run, OTHER) == "OLI-1"

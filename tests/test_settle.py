@@ -11,7 +11,7 @@ import requests
 from conftest import TZ, cli, utc_naive
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules.core import vocabulary
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import crm_actions
 from dialerapi.rules.leads import dialstate
 from dialerapi.upkeep import jobs
 
@@ -307,7 +307,7 @@ def engine_settles_without_telling_us(sql, oli_id="OLI-1"):
 
 def sweep_at(app, now):
     with app.app_context():
-        return actions.sweep(get_db(), now, TZ)
+        return crm_actions.sweep(get_db(), now, TZ)
 
 
 @pytest.mark.clock

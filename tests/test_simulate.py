@@ -18,7 +18,7 @@ from dialerapi.plumbing import migrate
 from dialerapi.plumbing.config import database_params
 from dialerapi.plumbing.db import connect
 from dialerapi.rules.config import dialer as dialer_config
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import crm_actions
 from dialerapi.simulate import engines, pacing
 from dialerapi.simulate import floor as floor_module
 from dialerapi.simulate.report import interval, summary
@@ -214,7 +214,7 @@ def test_a_run_skips_only_claims_that_would_find_nothing(database_url, monkeypat
             return asked(engine, *args, **kwargs)
 
         monkeypatch.setattr(engines.LibraryEngine, name, counted)
-    monkeypatch.setattr(floor_module, "sweep", lambda *args: sweeps.append(args) or actions.sweep(*args))
+    monkeypatch.setattr(floor_module, "sweep", lambda *args: sweeps.append(args) or crm_actions.sweep(*args))
     scenario = sim.load_scenario(
         None, **{**SMALL, "leads": 60, "hours": 2.0, "pushed_callbacks": 0.2}, seed=21, mode=mode,
         pacing="abandon", form_types={"home_loan": 2, "credit_card": 1}, skills={"home_loan": 4, "credit_card": 3},

@@ -7,13 +7,13 @@ from datetime import datetime, timedelta
 
 import pytest
 import requests
+from wsclient import Client, ConnectionClosed
 
 from conftest import ENGINE_SECRET, MONITOR_SECRET, SECRET, TZ, mint_token, start_gunicorn, utc_text
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.leads import dialstate
-from wsclient import Client, ConnectionClosed
 
 AUTH = {"X-API-Key": SECRET}
 
@@ -141,7 +141,7 @@ def test_changes_by_other_processes_arrive_within_2_seconds(connect, floor, app,
     # The dialing engine, in another process: the call connects, then ends.
     now = clock.now(TZ)
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, now, TZ)
+        get_db().run(roster.open_missed_activity, "OLI-1", 501, now, TZ)
     live = until(client, lambda m: m["event"] == "dialer.missed_activities" and m["data"]["items"])
     assert live["data"]["items"][0]["ended_at"] is None
     with app.app_context():
@@ -152,7 +152,7 @@ def test_changes_by_other_processes_arrive_within_2_seconds(connect, floor, app,
     # Grace 0: a second later the blocking job (any process) finds the activity overdue. The socket
     # says blocked once: in the frame above when it was read after the due time already, else next.
     with app.app_context():
-        assert get_db().run(agents.refresh_blocking, now + timedelta(seconds=1), TZ) == {501: True}
+        assert get_db().run(roster.refresh_blocking, now + timedelta(seconds=1), TZ) == {501: True}
     if not ended["data"]["blocked"]:
         assert until(client, lambda m: m["event"] == "dialer.outbound_blocked")["data"]["blocked"] is True
     # The CRM's callback through the HTTP API clears the activity and unblocks the agent.
@@ -180,7 +180,7 @@ def test_a_change_made_just_after_a_process_s_first_socket_connected_reaches_it(
         for _ in range(3):
             frame(client)
         with app.app_context():
-            get_db().run(agents.open_missed_activity, "OLI-1", 501, clock.now(TZ), TZ)
+            get_db().run(roster.open_missed_activity, "OLI-1", 501, clock.now(TZ), TZ)
         sql("UNLOCK TABLES")
         live = until(client, lambda m: m["event"] == "dialer.missed_activities")
         assert [item["oli_id"] for item in live["data"]["items"]] == ["OLI-1"]
@@ -199,7 +199,7 @@ def test_an_event_that_changes_nothing_sends_no_frame(connect, floor, app, sql, 
     client = connected(connect, "agentId=501")
     now = clock.now(TZ)
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, now, TZ)
+        get_db().run(roster.open_missed_activity, "OLI-1", 501, now, TZ)
     live = until(client, lambda m: m["event"] == "dialer.missed_activities")  # the tail is running
     assert live["data"]["items"][0]["ended_at"] is None
     sql("INSERT INTO dialerapi_outbox (agent_id, created_at) VALUES (501, %s)", now)
@@ -217,7 +217,7 @@ def test_other_agents_do_not_get_the_events(connect, floor, app, new_lead, make_
     make_live("OLI-1")
     other = connected(connect, "agentId=502")
     with app.app_context():
-        get_db().run(agents.open_missed_activity, "OLI-1", 501, clock.now(TZ), TZ)
+        get_db().run(roster.open_missed_activity, "OLI-1", 501, clock.now(TZ), TZ)
     assert other.receive(timeout=1.5) is None
 
 

@@ -11,12 +11,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dialerapi.rules.compliance import calling_rules, places
-from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.compliance import calling_rules, places, state_table
 from dialerapi.rules.config.dialer import DialerConfig, Restriction
 
 CHICAGO, NEW_YORK, DENVER = ZoneInfo("America/Chicago"), ZoneInfo("America/New_York"), ZoneInfo("America/Denver")
-EVERY_RULE = tuple(rule.name for rule in state_rules.RULES)
+EVERY_RULE = tuple(rule.name for rule in state_table.RULES)
 
 
 def config(*names, restrictions=()):
@@ -162,8 +161,8 @@ def test_next_open_is_the_first_lawful_minute():
 
 
 def test_every_row_names_its_source_and_when_it_was_checked():
-    rows = state_rules.listing({"us-la"})
-    assert len({row["name"] for row in rows}) == len(rows) == len(state_rules.RULES)
+    rows = state_table.listing({"us-la"})
+    assert len({row["name"] for row in rows}) == len(rows) == len(state_table.RULES)
     assert all(row["source"] and row["checked"] for row in rows)
     assert [row["name"] for row in rows if row["enabled"]] == ["us-la"]
     assert {row["region"] for row in rows} >= {"US", "US-AL", "US-LA", "US-MS", "US-RI", "US-UT", "US-TX"}
@@ -192,7 +191,7 @@ def test_the_docs_table_is_the_shipped_table():
     documented = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.strip().splitlines()[2:]]
     shipped = [[f"`{row['name']}`", row["region"], row["hours"]["monday"], row["hours"]["saturday"],
                 row["hours"]["sunday"] or "no calls", "yes" if row["holidays"] else "no", row["checked"]]
-               for row in state_rules.listing(set())]
+               for row in state_table.listing(set())]
     assert [cells[:6] + cells[8:] for cells in documented] == shipped
-    for cells, row in zip(documented, state_rules.RULES):
+    for cells, row in zip(documented, state_table.RULES):
         assert all(part.strip() in row.source for part in cells[7].split(";")), row.name

@@ -8,8 +8,7 @@ import click
 from dialerapi.cli.base import echo_json, main, service_now, service_tz
 from dialerapi.cli.leads import leads_group
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.compliance import calling_rules, phones, places
-from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.compliance import calling_rules, phones, places, state_table
 from dialerapi.rules.core.vocabulary import UnknownLead
 from dialerapi.rules.views import lead as lead_read
 
@@ -48,14 +47,14 @@ def _switch(names, on):
     try:
         for name in names:
             get_db().run(calling_rules.set_enabled, name, on, service_now())
-    except state_rules.UnknownRule as exc:
+    except state_table.UnknownRule as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"{', '.join(names)} {'enabled' if on else 'disabled'}: held from the next claim on every host")
 
 
 def _names(names, every):
     if every:
-        return [row.name for row in state_rules.RULES]
+        return [row.name for row in state_table.RULES]
     if not names:
         raise click.UsageError("name the rows (`dialerapi rules list`), or --all")
     return list(names)

@@ -6,10 +6,9 @@ from flask import current_app
 
 from dialerapi.cli.base import echo_json, log, main, service_now, service_tz
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.core import vocabulary
-from dialerapi.rules.dialing import claims
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import claims, crm_actions
 from dialerapi.rules.leads import dialstate
 from dialerapi.rules.views import floor
 
@@ -66,7 +65,7 @@ def sweep():
     originate failure. Prints the counts as JSON.
     """
     config = current_app.config
-    echo_json(actions.sweep(get_db(), service_now(), config["DB_TIMEZONE"], config))
+    echo_json(crm_actions.sweep(get_db(), service_now(), config["DB_TIMEZONE"], config))
 
 
 @main.command()
@@ -97,7 +96,7 @@ def release(oli_id):
 @main.command("call-connected")
 @click.argument("oli_id")
 @click.option("--agent-id", type=int, required=True, help="Employee id of the agent the call was bridged to.")
-@click.option("--call-type", type=click.Choice(agents.CONNECTED_CALL_TYPES), default="outbound", show_default=True)
+@click.option("--call-type", type=click.Choice(roster.CONNECTED_CALL_TYPES), default="outbound", show_default=True)
 def call_connected(oli_id, agent_id, call_type):
     """A bridged outgoing or redial call to OLI_ID connected: open the agent's missed activity.
 
@@ -107,7 +106,7 @@ def call_connected(oli_id, agent_id, call_type):
     is not live (no call to connect) or either id is unknown.
     """
     try:
-        activity_id = get_db().run(agents.open_missed_activity, oli_id, agent_id, service_now(),
+        activity_id = get_db().run(roster.open_missed_activity, oli_id, agent_id, service_now(),
                                    current_app.config["DB_TIMEZONE"], call_type)
     except vocabulary.UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
@@ -166,7 +165,7 @@ def bridge(oli_id):
     matching is free and the call holds.
     """
     try:
-        agent_id = get_db().run(agents.bridge, oli_id, service_now())
+        agent_id = get_db().run(roster.bridge, oli_id, service_now())
     except vocabulary.UnknownLead:
         raise click.ClickException(f"no lead has oli_id {oli_id!r}") from None
     except vocabulary.NotLive:

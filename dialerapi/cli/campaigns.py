@@ -9,7 +9,7 @@ import click
 
 from dialerapi.cli.base import echo_json, main, service_now, service_tz
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.config import campaign_settings
 from dialerapi.rules.config import dialer as dialer_config
 
@@ -28,7 +28,7 @@ def campaigns_list():
 
     def read(conn):
         config = dialer_config.load_config(conn)
-        return [campaigns.view(config, form_type, now, tz) for form_type in campaigns.form_types(conn, config)]
+        return [operations.view(config, form_type, now, tz) for form_type in operations.form_types(conn, config)]
 
     for item in get_db().run(read):
         shown = "open" if item["open"] else f"closed: {item['closed_reason']}" + (
@@ -45,8 +45,8 @@ def campaigns_show(form_type):
 
     def read(conn):
         config = dialer_config.load_config(conn)
-        campaigns.require_known(conn, config, form_type)
-        return {**campaigns.view(config, form_type, now, tz), "history": campaigns.history(conn, form_type)}
+        operations.require_known(conn, config, form_type)
+        return {**operations.view(config, form_type, now, tz), "history": operations.history(conn, form_type)}
 
     echo_json(_run(read))
 
@@ -65,7 +65,7 @@ def campaigns_set(form_type, settings):
         if not sep or not name:
             raise click.BadParameter(f"{setting!r}: expected NAME=VALUE", param_hint="SETTINGS")
         patch[name] = _value(value)
-    stored = _run(lambda conn: campaigns.update(conn, form_type, patch, service_now(), CHANGED_BY))
+    stored = _run(lambda conn: operations.update(conn, form_type, patch, service_now(), CHANGED_BY))
     echo_json({"form_type": form_type, **stored})
 
 
@@ -73,7 +73,7 @@ def campaigns_set(form_type, settings):
 @click.argument("form_type")
 def campaigns_pause(form_type):
     """Pause a campaign: no new claim of its leads (live calls, settles, held actions go on)."""
-    before, after = _run(lambda conn: campaigns.pause(conn, form_type, service_now(), CHANGED_BY))
+    before, after = _run(lambda conn: operations.pause(conn, form_type, service_now(), CHANGED_BY))
     click.echo(f"{form_type}: {before} -> {after}")
 
 
@@ -81,7 +81,7 @@ def campaigns_pause(form_type):
 @click.argument("form_type")
 def campaigns_resume(form_type):
     """Resume a paused or ended campaign: its leads are claimed again."""
-    before, after = _run(lambda conn: campaigns.resume(conn, form_type, service_now(), CHANGED_BY))
+    before, after = _run(lambda conn: operations.resume(conn, form_type, service_now(), CHANGED_BY))
     click.echo(f"{form_type}: {before} -> {after}")
 
 
@@ -99,6 +99,6 @@ def _run(work):
         return get_db().run(work)
     except campaign_settings.InvalidSettings as exc:
         raise click.BadParameter(str(exc), param_hint="SETTINGS") from None
-    except campaigns.UnknownCampaign as exc:
+    except operations.UnknownCampaign as exc:
         raise click.ClickException(f"no agent skill and no campaign is {exc.args[0]!r}: "
                                    "`dialerapi campaigns set` creates one") from None

@@ -7,9 +7,7 @@ import click
 from dialerapi.cli.base import main, service_now
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.compliance import claim_checks as compliance
-from dialerapi.rules.compliance import do_not_call as dnc
-from dialerapi.rules.compliance import phones
+from dialerapi.rules.compliance import claim_checks, do_not_call, phones
 from dialerapi.rules.config import dialer as dialer_config
 
 
@@ -28,7 +26,7 @@ def _region(region):
 
 def _parse(texts, region):
     try:
-        return dnc.parse_numbers(texts, region)
+        return do_not_call.parse_numbers(texts, region)
     except phones.InvalidNumber as exc:
         raise click.ClickException(f"{exc} is not a phone number (region {region})") from None
 
@@ -43,7 +41,7 @@ _REGION = click.option("--region", help="ISO 3166 code that reads national numbe
 def dnc_add(numbers, region, source):
     """List NUMBERS; every lead with one of them is never claimed again."""
     listed = _parse(numbers, _region(region))
-    added = get_db().run(dnc.add, listed, source, service_now())
+    added = get_db().run(do_not_call.add, listed, source, service_now())
     click.echo(f"listed {added} new of {len(set(listed))}")
 
 
@@ -52,7 +50,7 @@ def dnc_add(numbers, region, source):
 @_REGION
 def dnc_remove(numbers, region):
     """Take NUMBERS off the list; their leads may be claimed again."""
-    removed = get_db().run(dnc.remove, _parse(numbers, _region(region)), service_now())
+    removed = get_db().run(do_not_call.remove, _parse(numbers, _region(region)), service_now())
     click.echo(f"removed {removed}")
 
 
@@ -81,11 +79,11 @@ def dnc_import(file, region, source):
             raise click.ClickException("the import met a conflict and standard input cannot be read twice: "
                                        "import from a file")
         work.started = True
-        return dnc.import_lines(conn, dnc.bounded_lines(file), region, source, service_now(), progress)
+        return do_not_call.import_lines(conn, do_not_call.bounded_lines(file), region, source, service_now(), progress)
 
     try:
         result = get_db().run(work)
-    except dnc.InvalidLine as exc:
+    except do_not_call.InvalidLine as exc:
         raise click.ClickException(f"{file.name}: {exc}; nothing was listed") from None
     click.echo(f"{file.name}: {result['lines']:,} lines, {result['numbers']:,} numbers, {result['added']:,} newly listed")
 
@@ -95,7 +93,7 @@ def dnc_import(file, region, source):
 def dnc_export(with_source):
     """Write the list to standard output, one E.164 number a line, in number order."""
     def rows(conn):
-        for row in dnc.pages(conn):
+        for row in do_not_call.pages(conn):
             line = phones.format_e164(row["phone"])
             if with_source:
                 line += f"\t{row['source']}\t{row['oli_id'] or ''}\t{format_wall_clock(row['added_at'])}"
@@ -107,7 +105,7 @@ def dnc_export(with_source):
 @dnc_group.command("count")
 def dnc_count():
     """How many numbers are listed."""
-    click.echo(get_db().run(dnc.count))
+    click.echo(get_db().run(do_not_call.count))
 
 
 @dnc_group.command("backfill")
@@ -120,7 +118,7 @@ def dnc_backfill():
     them all now, a batch per transaction, with progress on standard error. Live leads wait.
     """
     def batch(conn):
-        return compliance.work_out_leads(conn, dialer_config.load_config(conn))
+        return claim_checks.work_out_leads(conn, dialer_config.load_config(conn))
 
     total = 0
     while done := get_db().run(batch):

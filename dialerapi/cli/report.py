@@ -10,7 +10,7 @@ from flask import current_app
 from dialerapi.cli.base import echo_json, main, service_now
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import state_history
 from dialerapi.rules.compliance import abandons, contact_caps
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.web import agent_tokens
@@ -86,12 +86,12 @@ def report_agents(first_day, last_day, agent_id, csv_file, as_json):
     time is the sum of the others. Seconds in --json and --csv, H:MM:SS here. docs/supervisors/reports.md."""
     tz = current_app.config["DB_TIMEZONE"]
     try:
-        report = get_db().run(agent_states.report, first_day.date(), last_day.date(), service_now(), tz,
+        report = get_db().run(state_history.report, first_day.date(), last_day.date(), service_now(), tz,
                               None if agent_id is None else [agent_id])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--to") from None
     if csv_file is not None:
-        writer = csv.DictWriter(csv_file, agent_states.REPORT_COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(csv_file, state_history.REPORT_COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows({**row, "pause": ";".join(f"{code}={seconds}" for code, seconds in sorted(row["pause"].items()))}
                          for row in report["days"])

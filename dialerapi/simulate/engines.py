@@ -11,7 +11,7 @@ engine posts them one after the other.
 from dataclasses import dataclass
 
 from dialerapi.plumbing import clock
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.compliance import abandons
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import claims
@@ -41,8 +41,8 @@ class LibraryEngine:
 
     def _state(self, conn, agent_id, *, panel_active=None, ami_idle=None, wrapup_seconds=None):
         floor = self.floor
-        wrapup_until = agents.KEEP if wrapup_seconds is None else agents.wrapup_until(wrapup_seconds, floor.now, floor.tz)
-        agents.set_availability(conn, agent_id, panel_active=panel_active, ami_idle=ami_idle, wrapup_until=wrapup_until)
+        wrapup_until = roster.KEEP if wrapup_seconds is None else roster.wrapup_until(wrapup_seconds, floor.now, floor.tz)
+        roster.set_availability(conn, agent_id, panel_active=panel_active, ami_idle=ami_idle, wrapup_until=wrapup_until)
 
     def _claimed(self, work, *args, **kwargs):
         try:
@@ -67,7 +67,7 @@ class LibraryEngine:
                                                  tz=self.floor.tz))
 
     def bridge(self, oli_id):
-        return self.db.run(agents.bridge, oli_id, self.floor.now)
+        return self.db.run(roster.bridge, oli_id, self.floor.now)
 
     def abandons(self):
         """{form_type: {"windows": ...}}: the abandon windows the floor state reports (rules.views.floor,
@@ -77,7 +77,7 @@ class LibraryEngine:
         return {form_type: {"windows": figures} for form_type, figures in windows.items()}
 
     def connected(self, oli_id, agent_id):
-        self.db.run(agents.open_missed_activity, oli_id, agent_id, self.floor.now, self.floor.tz)
+        self.db.run(roster.open_missed_activity, oli_id, agent_id, self.floor.now, self.floor.tz)
 
     def settle(self, oli_id, outcome, agent_id, started_at, wrapup_seconds=None):
         """Settle the call; with `agent_id`, its agent is then idle, in wrap-up for `wrapup_seconds`."""

@@ -33,10 +33,9 @@ from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules.agents import roster as agents
-from dialerapi.rules.campaigns import operations as campaigns
-from dialerapi.rules.compliance import calling_rules, contact_caps, phones
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.agents import roster
+from dialerapi.rules.campaigns import operations
+from dialerapi.rules.compliance import calling_rules, contact_caps, do_not_call, phones
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing.crm_actions import sweep
 from dialerapi.rules.leads import outcome_retries, transitions
@@ -188,7 +187,7 @@ class Floor(Pacing, CrmFilings, CallLife):
                     self.agents[(offset + k) % scenario.agents + 1].skills.append(form_type)
                 offset += n
         for agent in self.agents.values():
-            self.db.run(agents.save_agent, agent.id, str(1000 + agent.id), f"Sim agent {agent.id}", agent.skills, [])
+            self.db.run(roster.save_agent, agent.id, str(1000 + agent.id), f"Sim agent {agent.id}", agent.skills, [])
         weights = [scenario.form_types[t] for t in form_types]
         zones = list(scenario.phone_zones)
         zone_weights = [scenario.phone_zones[z] for z in zones]
@@ -218,7 +217,7 @@ class Floor(Pacing, CrmFilings, CallLife):
         for oli_id, number in self.phones.items():
             self.number_form_types[number].add(self.form_types[oli_id])
         if self.listed:
-            self.db.run(dnc.add, [self.phones[oli_id] for oli_id in sorted(self.listed)], "sim", self.now)
+            self.db.run(do_not_call.add, [self.phones[oli_id] for oli_id in sorted(self.listed)], "sim", self.now)
         for start in range(0, len(leads), PUSH_BATCH):
             self.http("/api/leads", {"leads": leads[start:start + PUSH_BATCH]}, expect=(201,))
 
@@ -226,7 +225,7 @@ class Floor(Pacing, CrmFilings, CallLife):
         """The scenario's contact caps, enabled, and its retries per outcome; its
         campaigns, set as `dialerapi campaigns set` sets them; its calling rules, on."""
         for form_type, settings in self.scenario.campaigns.items():
-            campaigns.update(conn, form_type, settings, self.now, "simulator")
+            operations.update(conn, form_type, settings, self.now, "simulator")
         for cap in self.scenario.contact_caps:
             if not isinstance(cap, str):
                 contact_caps.add(conn, cap["name"], cap["max"], cap["per"], cap.get("region"), cap.get("form_type"))
@@ -332,7 +331,7 @@ class Floor(Pacing, CrmFilings, CallLife):
         transactions), as are the sweeps that can change nothing (_sweep_may_change), and the run
         is the one that ran them all (tests/test_simulate.py)."""
         if self._grace_ended() or not pacing.SKIP_FUTILE:
-            changed = self.db.run(agents.refresh_blocking, self.now, self.tz)
+            changed = self.db.run(roster.refresh_blocking, self.now, self.tz)
             for agent_id, blocked in sorted(changed.items()):
                 self._set_blocked(self.agents[agent_id], blocked)
         self.job_runs += 1

@@ -17,8 +17,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_load, valid
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from dialerapi.rules.campaigns import operations as campaigns
-from dialerapi.rules.compliance import contact_caps
-from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.compliance import contact_caps, state_table
 from dialerapi.rules.config import campaign_settings
 from dialerapi.rules.core.vocabulary import OUTCOMES, RETRY_OUTCOMES
 
@@ -184,8 +183,8 @@ class ScenarioSchema(Schema):
                             load_default=dict)
     # The rows of the state calling rules' table to switch on (`dialerapi rules enable`).
     calling_rules = fields.List(fields.String(validate=OneOf(
-        tuple(rule.name for rule in state_rules.RULES), error="a calling rule is one of `dialerapi rules list`")),
-        validate=Length(0, len(state_rules.RULES)), load_default=list)
+        tuple(rule.name for rule in state_table.RULES), error="a calling rule is one of `dialerapi rules list`")),
+        validate=Length(0, len(state_table.RULES)), load_default=list)
 
     @validates_schema
     def _consistent(self, data, **kwargs):

@@ -17,9 +17,7 @@ import pymysql
 from dialerapi.plumbing import ami, clock, socket_slots
 from dialerapi.plumbing.clock import format_utc
 from dialerapi.plumbing.db import connect, queries
-from dialerapi.rules.compliance import calling_rules
-from dialerapi.rules.compliance import claim_checks as compliance
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.compliance import calling_rules, claim_checks, do_not_call
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.events import webhooks
 from dialerapi.rules.leads import dialstate
@@ -188,14 +186,14 @@ def compliance_report(conn, now, tz):
     leads outside it now}}; "calling_rules": {enabled (the table's rows on),
     restrictions_active [{id, region, note}], leads_held {reason: n}, by_form_type {form_type:
     {reason: n}} (do_not_call and outside_calling_window too)}; leads are those
-    compliance.held_leads counts."""
+    claim_checks.held_leads counts."""
     config = dialer_config.load_config(conn)
-    held = compliance.held_leads(conn, now, tz, config)
+    held = claim_checks.held_leads(conn, now, tz, config)
     window = f"{config.calling_window_start:%H:%M}-{config.calling_window_end:%H:%M}"
     return {
-        "do_not_call": {"numbers": dnc.count(conn), "leads_held": held[compliance.DO_NOT_CALL]},
+        "do_not_call": {"numbers": do_not_call.count(conn), "leads_held": held[claim_checks.DO_NOT_CALL]},
         "calling_window": {"obeyed": config.obey_calling_window, "window": window,
-                           "leads_outside": held[compliance.OUTSIDE_CALLING_WINDOW]},
+                           "leads_outside": held[claim_checks.OUTSIDE_CALLING_WINDOW]},
         "calling_rules": {
             "enabled": list(config.calling_rules),
             "restrictions_active": [{"id": r.id, "region": r.region, "note": r.note} for r in config.restrictions

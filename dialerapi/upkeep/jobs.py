@@ -18,13 +18,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, get_db, queries
-from dialerapi.rules.agents import roster as agents
-from dialerapi.rules.agents import state_history as agent_states
-from dialerapi.rules.compliance import abandons, contact_caps
-from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.agents import roster, state_history
+from dialerapi.rules.compliance import abandons, claim_checks, contact_caps
 from dialerapi.rules.config import dialer as dialer_config
-from dialerapi.rules.dialing import crm_actions as actions
-from dialerapi.rules.dialing import engine
+from dialerapi.rules.dialing import crm_actions, engine
 from dialerapi.rules.events import lead_events
 from dialerapi.rules.events import webhooks as webhook_rules
 from dialerapi.upkeep import health, webhooks
@@ -42,7 +39,7 @@ PHONE_FACTS_SECONDS = 10
 HELD_COUNTS_SECONDS = 60
 PRUNE_SECONDS = 3600
 # The agent state history is rolled up per agent and day this often, today's too: a
-# report or a board reads the roll-ups and at most this long (plus agent_states.LATE_COMMIT) of history.
+# report or a board reads the roll-ups and at most this long (plus state_history.LATE_COMMIT) of history.
 ROLL_UP_SECONDS = 600
 # Outbox rows only need to outlive the 0.5 s tailing interval; an hour leaves room to look at them.
 OUTBOX_KEEP = timedelta(hours=1)
@@ -125,7 +122,7 @@ def sweep_tick(app):
         db = get_db()
         tz = app.config["DB_TIMEZONE"]
         now = clock.now(tz)
-        result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: actions.sweep(db, now, tz, app.config))
+        result = run_once_per_tick(db, "sweep", SWEEP_SECONDS, now, lambda: crm_actions.sweep(db, now, tz, app.config))
         if result is not None:
             SWEEPS.inc()
             RESERVATIONS_RELEASED.inc(result["released"])
@@ -141,24 +138,24 @@ def blocking_tick(app):
         tz = app.config["DB_TIMEZONE"]
         now = clock.now(tz)
         return run_once_per_tick(db, "blocking", BLOCKING_SECONDS, now,
-                                 lambda: db.run(agents.refresh_blocking, now, tz))
+                                 lambda: db.run(roster.refresh_blocking, now, tz))
 
 
 def phone_facts_tick(app):
     """Work out the phone facts of a batch of leads written before migration 0012 or by an engine's
-    own SQL (compliance.work_out_leads), in one process per tick; returns how many were read."""
+    own SQL (claim_checks.work_out_leads), in one process per tick; returns how many were read."""
     with app.app_context():
         db = get_db()
         now = clock.now(app.config["DB_TIMEZONE"])
 
         def work_out(conn):
-            return compliance.work_out_leads(conn, dialer_config.load_config(conn))
+            return claim_checks.work_out_leads(conn, dialer_config.load_config(conn))
 
         return run_once_per_tick(db, "phone_facts", PHONE_FACTS_SECONDS, now, lambda: db.run(work_out))
 
 
 def held_counts_tick(app):
-    """Count the leads each rule holds back now, per form_type and reason (compliance.count_held),
+    """Count the leads each rule holds back now, per form_type and reason (claim_checks.count_held),
     in one process per tick; returns how many are held."""
     with app.app_context():
         db = get_db()
@@ -166,7 +163,7 @@ def held_counts_tick(app):
         now = clock.now(tz)
 
         def count(conn):
-            held = compliance.count_held(conn, now, tz, dialer_config.load_config(conn))
+            held = claim_checks.count_held(conn, now, tz, dialer_config.load_config(conn))
             return sum(sum(counts.values()) for counts in held.values())
 
         return run_once_per_tick(db, "held_counts", HELD_COUNTS_SECONDS, now, lambda: db.run(count))
@@ -195,7 +192,7 @@ def prune_tick(app):
             for name, work in (("lead_events", lead_events.prune), ("webhook_deliveries", webhook_rules.prune_deliveries),
                                ("webhook_attempts", webhook_rules.prune_attempts)):
                 pruned[name] = in_batches(db, work, cutoff)
-            pruned["agent_states"] = in_batches(db, agent_states.prune, clock.to_utc(now, tz) - timedelta(
+            pruned["agent_states"] = in_batches(db, state_history.prune, clock.to_utc(now, tz) - timedelta(
                 days=app.config["AGENT_STATE_RETENTION_DAYS"]))
             return pruned
 
@@ -204,7 +201,7 @@ def prune_tick(app):
 
 def roll_up_tick(app):
     """Bring the roll-up of today and of each day not rolled up to its end up to date
-    (agent_states.roll_up), one transaction per day, once per tick across workers and
+    (state_history.roll_up), one transaction per day, once per tick across workers and
     hosts; returns {day: rows written}."""
     with app.app_context():
         db = get_db()
@@ -212,8 +209,8 @@ def roll_up_tick(app):
         now = clock.now(tz)
 
         def roll_up_all():
-            days = db.run(agent_states.days_to_roll_up, now, tz, app.config["AGENT_STATE_RETENTION_DAYS"])
-            return {day.isoformat(): db.run(agent_states.roll_up, day, now, tz) for day in days}
+            days = db.run(state_history.days_to_roll_up, now, tz, app.config["AGENT_STATE_RETENTION_DAYS"])
+            return {day.isoformat(): db.run(state_history.roll_up, day, now, tz) for day in days}
 
         return run_once_per_tick(db, "agent_days", ROLL_UP_SECONDS, now, roll_up_all)
 

@@ -31,7 +31,7 @@ from test_docs import route_roles
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, make_app
 from dialerapi.plumbing.limits import limiter
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import state_history
 
 pytestmark = pytest.mark.faults
 EXAMPLES = 300
@@ -84,7 +84,7 @@ def _report_range(query):
         first, last = datetime.fromisoformat(query["from"]), datetime.fromisoformat(query["to"])
     except (KeyError, TypeError, ValueError):
         return True
-    return first <= last and (last - first).days < agent_states.MAX_REPORT_DAYS
+    return first <= last and (last - first).days < state_history.MAX_REPORT_DAYS
 
 
 def _campaign_patch(body):

@@ -22,13 +22,12 @@ import time
 
 import pytest
 import requests
+from wsclient import Client
 
 from conftest import MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, TZ, start_gunicorn
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
-from dialerapi.rules.agents import state_history as agent_states
-from wsclient import Client
+from dialerapi.rules.agents import roster, state_history
 
 # Serial: the two phases' latencies are compared, so nothing else may share the machine's cores
 # with one of them (in the parallel run a simulation beside the second phase alone failed it in CI).
@@ -73,7 +72,7 @@ class Churn:
         ids = list(range(first, first + CHURN_BLOCK))
         with conn.cursor() as cur:
             cur.execute("UPDATE sales_agents SET ami_idle = 1 - ami_idle WHERE id BETWEEN %s AND %s", (ids[0], ids[-1]))
-        agent_states.record(conn, ids)
+        state_history.record(conn, ids)
 
     def _run(self):
         first = FIRST + PANELS
@@ -159,11 +158,11 @@ def panel_latencies(app, panels, rounds=ROUNDS):
         for _ in range(rounds):
             for n, (agent_id, client) in enumerate(panels):
                 now = clock.now(TZ)
-                get_db().run(agents.open_missed_activity, f"OLI-P{n}", agent_id, now, TZ)
+                get_db().run(roster.open_missed_activity, f"OLI-P{n}", agent_id, now, TZ)
                 started = time.monotonic()
                 until(client, lambda m: m["event"] == "dialer.missed_activities" and m["data"]["items"])
                 seconds.append(time.monotonic() - started)
-                get_db().run(agents.clear_for_lead, f"OLI-P{n}", "callback", now, TZ)
+                get_db().run(roster.clear_for_lead, f"OLI-P{n}", "callback", now, TZ)
                 started = time.monotonic()
                 until(client, lambda m: m["event"] == "dialer.missed_activities" and not m["data"]["items"])
                 seconds.append(time.monotonic() - started)

@@ -13,8 +13,7 @@ import requests
 
 from conftest import DEFAULT_NOW, SECRET, TZ, start_gunicorn
 from dialerapi.plumbing.db import Database
-from dialerapi.rules.dialing import claims
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import claims, crm_actions
 from dialerapi.rules.leads import dialstate
 
 pytestmark = pytest.mark.faults
@@ -106,7 +105,7 @@ def test_torture(database_url, sql, tmp_path):
     for row in sql("SELECT oli_id FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1"):
         db.run(dialstate.settle, row["oli_id"], "no_answer", engine_now, tz=TZ, grace_minutes=10,
                release_retry_ms=60000)
-    actions.sweep(db, engine_now + timedelta(minutes=1), TZ)
+    crm_actions.sweep(db, engine_now + timedelta(minutes=1), TZ)
     db.close()
     statuses = {r["status"] for r in sql("SELECT DISTINCT status FROM sales_pending_actions")}
     assert statuses <= {"applied", "superseded", "failed"}, statuses

@@ -17,17 +17,16 @@ from datetime import timedelta
 
 import pymysql
 import pytest
+from outbox_race import race
 from test_jobs import TICK, race_ticks
 
 from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, SECRET, TZ, add_contact_attempts, make_app, own_number
 from dialerapi.plumbing.config import database_nodes, url_with_nodes
 from dialerapi.plumbing.db import Database, connect, get_db
 from dialerapi.plumbing.limits import limiter
-from dialerapi.rules.campaigns import operations as campaigns
-from dialerapi.rules.dialing import claims
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.campaigns import operations
+from dialerapi.rules.dialing import claims, crm_actions
 from dialerapi.upkeep import health
-from outbox_race import race
 
 pytestmark = pytest.mark.galera
 
@@ -250,7 +249,7 @@ def test_crm_callbacks_at_settle_through_the_other_node_are_applied_once(hosts, 
     # 202: held while live, applied at settle; 200: the settle came first and it applied at once.
     assert set(at_once(crm_then_engine, claimed)) <= {(202, 200), (200, 200)}
     with hosts["A"].app_context():  # the sweep applies a callback held by a lead that settled meanwhile
-        actions.sweep(get_db(), DEFAULT_NOW.replace(minute=5), hosts["A"].config["DB_TIMEZONE"], hosts["A"].config)
+        crm_actions.sweep(get_db(), DEFAULT_NOW.replace(minute=5), hosts["A"].config["DB_TIMEZONE"], hosts["A"].config)
     rows = same_on_every_node(node_url, "SELECT oli_id, dial_status, callback_scheduled_at, isReserved"
                               " FROM sales_master ORDER BY oli_id")
     assert {(row["dial_status"], str(row["callback_scheduled_at"]), row["isReserved"]) for row in rows} == \
@@ -351,7 +350,7 @@ def test_a_claim_that_read_its_campaign_before_a_pause_on_the_other_node_does_no
         row = claims.claim_next(claimer, agents[0], DEFAULT_NOW, tz=TZ)
         assert row is not None
         with hosts["B"].app_context():
-            get_db().run(campaigns.pause, "home_loan", DEFAULT_NOW, "test")
+            get_db().run(operations.pause, "home_loan", DEFAULT_NOW, "test")
         with pytest.raises(pymysql.err.OperationalError) as refused:
             claimer.commit()
         assert refused.value.args[0] == 1213, "a certification failure, which transaction() runs again"
@@ -415,13 +414,13 @@ def test_sixteen_claimers_and_a_pause_through_two_nodes_commit_no_claim_after_it
         def pause():
             conn = connect(node_url(2))
             try:
-                return committed(conn, campaigns.pause, "home_loan", DEFAULT_NOW, "test")[1]
+                return committed(conn, operations.pause, "home_loan", DEFAULT_NOW, "test")[1]
             finally:
                 conn.close()
 
         paused_at = [seqno for seqno in at_once(lambda agent_id: claimer(agent_id) if agent_id else pause(),
                                                  [*agents, None]) if seqno is not None]
-        assert refusals == [campaigns.CAMPAIGN_PAUSED] * ACTORS, f"run {run}"
+        assert refusals == [operations.CAMPAIGN_PAUSED] * ACTORS, f"run {run}"
         assert [(oli_id, seqno) for oli_id, seqno in claimed if seqno > paused_at[0]] == [], \
             f"no claim committed after the pause (run {run})"
         assert len({oli_id for oli_id, _ in claimed}) == len(claimed)
@@ -429,7 +428,7 @@ def test_sixteen_claimers_and_a_pause_through_two_nodes_commit_no_claim_after_it
             [{"n": len(claimed)}]
         sql("UPDATE sales_master SET isReserved = 0, dial_status = 'Pending', reservation_id = NULL")
         conn = connect(node_url(1))
-        committed(conn, campaigns.resume, "home_loan", DEFAULT_NOW, "test")
+        committed(conn, operations.resume, "home_loan", DEFAULT_NOW, "test")
         conn.close()
 
 

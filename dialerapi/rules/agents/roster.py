@@ -13,8 +13,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import inserted_id, queries
-from dialerapi.rules.agents import availability
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import availability, state_history
 from dialerapi.rules.compliance import abandons
 from dialerapi.rules.core import vocabulary
 from dialerapi.rules.core.vocabulary import UnknownAgent
@@ -159,7 +158,7 @@ def refresh_blocking(conn, now, tz, agent_ids=None):
     for row in rows:
         if queries.set_outbound_blocked(conn, agent_id=row["id"], blocked=bool(row["blocked"])):
             changed[row["id"]] = bool(row["blocked"])
-    agent_states.record(conn, changed)
+    state_history.record(conn, changed)
     notify(conn, list(changed), now)
     return changed
 
@@ -222,7 +221,7 @@ def pause(conn, agent_id, code, note=None, now=None):
         note = None
     before = queries.get_agent(conn, agent_id=agent_id)
     queries.set_pause(conn, agent_id=agent_id, pause_code=code, reason_note=note)
-    agent_states.record(conn, [agent_id])
+    state_history.record(conn, [agent_id])
     if before is not None and before["pause_code"] == code and before["reason_note"] != note:
         if now is None:
             raise TypeError("pause: a new note of the same pause needs `now` to tell the boards")
@@ -233,7 +232,7 @@ def pause(conn, agent_id, code, note=None, now=None):
 def resume(conn, agent_id):
     """Clear an agent's pause code and note. Returns {agent_id}."""
     queries.set_pause(conn, agent_id=agent_id, pause_code=None, reason_note=None)
-    agent_states.record(conn, [agent_id])
+    state_history.record(conn, [agent_id])
     return {"agent_id": agent_id}
 
 
@@ -250,12 +249,12 @@ def set_availability(conn, agent_id, *, panel_active=None, ami_idle=None, wrapup
 
     None (the default) leaves panel_active / ami_idle as they are; wrapup_until is written when
     given (None = not in wrap-up), otherwise kept. A change is recorded in the agent state history
-    (agent_states.record) in the same transaction.
+    (state_history.record) in the same transaction.
     """
     queries.set_availability(conn, agent_id=agent_id, panel_active=panel_active, ami_idle=ami_idle,
                              set_wrapup=wrapup_until is not KEEP,
                              wrapup_until=None if wrapup_until is KEEP else wrapup_until)
-    agent_states.record(conn, [agent_id])
+    state_history.record(conn, [agent_id])
 
 
 def lock_agent(conn, agent_id):

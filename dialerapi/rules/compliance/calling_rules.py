@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
 
 from dialerapi.plumbing.db import queries
-from dialerapi.rules.compliance import phones, places
-from dialerapi.rules.compliance import state_table as state_rules
+from dialerapi.rules.compliance import phones, places, state_table
 from dialerapi.rules.core.kinds import CALL_CONSENT, ClaimKind, ConsentFor, ConsentType
 
 CONSENT_TYPES = tuple(consent.value for consent in ConsentType)
@@ -36,7 +35,7 @@ STATE_HOLIDAY = "state_holiday"
 CONSENT_REQUIRED = "consent_required"
 REASONS = (EMERGENCY, STATE_HOLIDAY, STATE_SUNDAY, STATE_HOURS, CONSENT_REQUIRED)
 PROGRESSIVE, PREDICTIVE, REDIAL, INBOUND = ClaimKind
-# The claims each consent rule (state_rules.StateRule.consent_for, a campaign's consent_required)
+# The claims each consent rule (state_table.StateRule.consent_for, a campaign's consent_required)
 # holds; a campaign's leads without consent under ALL are not called at all.
 CONSENT_KINDS = {ConsentFor.PREDICTIVE: (PREDICTIVE,), ConsentFor.AUTOMATED: (PROGRESSIVE, PREDICTIVE),
                  ConsentFor.ALL: (PROGRESSIVE, PREDICTIVE, REDIAL)}
@@ -98,7 +97,7 @@ def held(names, moment, config, kind, fallback):
     for restriction in config.restrictions:
         if restriction.active(utc) and any(restriction.applies_to(region) for region in regions):
             return Held(EMERGENCY, f"restriction {restriction.id}", restriction.note, restriction.note)
-    rows = [state_rules.BY_NAME[name] for name in config.calling_rules if name in state_rules.BY_NAME]
+    rows = [state_table.BY_NAME[name] for name in config.calling_rules if name in state_table.BY_NAME]
     rows = [row for row in rows if any(row.applies_to(region) for region in regions)]
     if config.consent_required and kind in CONSENT_KINDS[config.consent_required] and consent not in CALL_CONSENT:
         return Held(CONSENT_REQUIRED, CAMPAIGN, f"the campaign's consent_required: {config.consent_required}")
@@ -119,7 +118,7 @@ def held(names, moment, config, kind, fallback):
 
 
 def _holiday(row, local, consent):
-    title = state_rules.holiday_on(row, local.date())
+    title = state_table.holiday_on(row, local.date())
     if title is not None and consent not in row.holiday_consent:
         return Held(STATE_HOLIDAY, row.name, row.source, title)
     return None
@@ -145,8 +144,8 @@ def next_open(names, moment, config, kind, fallback, window_open):
     so only those instants are tried."""
     zones = phones.local_zones(split(names)[0], fallback)
     starts = {time(0), config.calling_window_start} | {
-        hours[0] for name in config.calling_rules if name in state_rules.BY_NAME
-        for hours in state_rules.BY_NAME[name].hours if hours is not None}
+        hours[0] for name in config.calling_rules if name in state_table.BY_NAME
+        for hours in state_table.BY_NAME[name].hours if hours is not None}
     tries = {moment.astimezone(timezone.utc)}
     for zone in zones:
         first = moment.astimezone(zone).date()
@@ -165,14 +164,14 @@ class InvalidRestriction(ValueError):
 
 
 def listing(conn):
-    """state_rules.listing of the table with each row's switch, as dialerapi_calling_rules has it."""
-    return state_rules.listing({row["name"] for row in queries.calling_rules_enabled(conn)})
+    """state_table.listing of the table with each row's switch, as dialerapi_calling_rules has it."""
+    return state_table.listing({row["name"] for row in queries.calling_rules_enabled(conn)})
 
 
 def set_enabled(conn, name, on, now):
     """Turn the table's row `name` on or off from the next claim on (`now`: wall-clock DB_TIMEZONE).
-    Raises state_rules.UnknownRule."""
-    state_rules.rule(name)
+    Raises state_table.UnknownRule."""
+    state_table.rule(name)
     if on:
         queries.enable_calling_rule(conn, name=name, now=now)
     else:

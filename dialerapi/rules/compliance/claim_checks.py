@@ -24,8 +24,7 @@ from datetime import datetime, timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules.compliance import calling_rules, phones, places
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.compliance import calling_rules, do_not_call, phones, places
 from dialerapi.rules.events import lead_events
 
 DO_NOT_CALL = "do_not_call"
@@ -175,7 +174,7 @@ def verdict(conn, row, now, tz, config, call_type=None, kind=calling_rules.PROGR
         marked = bool(row.get("do_not_call")) != listed
         row.update(phone_e164=number, do_not_call=int(listed), call_zone_id=zone_id)
         if marked:
-            lead_events.listed(conn, [row], now, dnc.CLAIM, on_list=listed)
+            lead_events.listed(conn, [row], now, do_not_call.CLAIM, on_list=listed)
     if listed and not (call_type == INBOUND and config.dnc_allow_inbound):
         return DO_NOT_CALL, {}
     moment = clock.instant(now, tz) if tz is not None else None

@@ -18,10 +18,10 @@ No outbound claim takes a lead of a campaign (its form_type) that is paused, end
 calendar, nor a predictive one of a campaign with predictive off (NotClaimable with that reason when
 every campaign a claim could take refuses; docs/operations/campaigns.md); each lead is judged by its
 campaign's settings (config.of), and its campaign's state is read again under the claim's locks
-(campaigns.check_locked), so no claim of a campaign commits after its pause commits, on one node or
+(operations.check_locked), so no claim of a campaign commits after its pause commits, on one node or
 through Galera. No claim reserves a lead whose phone is on the do-not-call list, nor (with
 obey_calling_window) one outside its customer's calling window (docs/compliance/do-not-call.md):
-the candidate reads leave them out, and `compliance.refusal` checks the locked row itself (a redial
+the candidate reads leave them out, and `claim_checks.refusal` checks the locked row itself (a redial
 or inbound claim of such a lead: NotClaimable). `tz` is DB_TIMEZONE, the zone of `now`.
 """
 
@@ -30,9 +30,8 @@ import threading
 from dialerapi.plumbing.db import queries, union_all
 from dialerapi.rules.agents import availability
 from dialerapi.rules.agents.roster import lock_agent
-from dialerapi.rules.campaigns import operations as campaigns
-from dialerapi.rules.compliance import abandons, calling_rules, contact_caps
-from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.campaigns import operations
+from dialerapi.rules.compliance import abandons, calling_rules, claim_checks, contact_caps
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.config import work_window
 from dialerapi.rules.core import vocabulary
@@ -65,7 +64,7 @@ class NotClaimable(Exception):
     form_types are all over the abandon limit (HTTP 409 `not_claimable`; `figures` holds
     {"abandons": [summary of each form_type]}, rules.compliance.abandons); campaign_paused, campaign_ended,
     campaign_closed and predictive_off when every campaign the claim could take refuses it
-    (figures {"campaigns": [campaigns.status of each]}).
+    (figures {"campaigns": [operations.status of each]}).
     """
 
     def __init__(self, reason, **figures):
@@ -82,7 +81,7 @@ def _candidates(conn, wanted, now, config, max_rows, zones, tz=None, agent_id=No
     `max_rows` of each form_type at least. The second value is True when no read was cut.
     Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry
     rules 2). `zones`: {form_type: the ids of the call zones open now by its campaign's calling window
-    (compliance.open_zones), None for every zone}, or one such value for them all.
+    (claim_checks.open_zones), None for every zone}, or one such value for them all.
 
     With the window obeyed, a form_type's due order is read as far as without it, each lead marked
     lawful or not: where its first due leads are in open zones, that is all it takes. A form_type
@@ -199,16 +198,16 @@ class _Refused(Exception):
 
 def _lock_first_due(conn, wanted, now, config, tz, agent_id=None, kind=calling_rules.PROGRESSIVE):
     """_lock_first_due_of, passing over a form_type whose campaign the locked read finds paused or
-    ended (campaigns.check_locked); NotClaimable with that reason when none is left."""
+    ended (operations.check_locked); NotClaimable with that reason when none is left."""
     while True:
         try:
             return _lock_first_due_of(conn, wanted, now, config, tz, agent_id, kind)
         except _Refused as refused:
             wanted = [pair for pair in wanted if pair[0] != refused.form_type]
             if not wanted:
-                state = campaigns.PAUSED if refused.reason == campaigns.CAMPAIGN_PAUSED else campaigns.ENDED
+                state = operations.PAUSED if refused.reason == operations.CAMPAIGN_PAUSED else operations.ENDED
                 raise NotClaimable(refused.reason, campaigns=[{
-                    **campaigns.status(config, refused.form_type, now, tz), "state": state, "open": False,
+                    **operations.status(config, refused.form_type, now, tz), "state": state, "open": False,
                     "closed_reason": state}]) from None
 
 
@@ -232,7 +231,7 @@ def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None, kind=callin
     (None, None).
     """
     tried, held = set(), []
-    zones = compliance.open_zones(conn, wanted, now, tz, config, kind=kind)
+    zones = claim_checks.open_zones(conn, wanted, now, tz, config, kind=kind)
     max_rows = CANDIDATES
     while True:
         ids, complete = _candidates(conn, wanted, now, config, max_rows, zones, tz, agent_id)
@@ -249,7 +248,7 @@ def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None, kind=callin
             if claimable:
                 return row, ticket
         if complete:
-            fresh = compliance.open_zones(conn, wanted, now, tz, config, reload=True, kind=kind)
+            fresh = claim_checks.open_zones(conn, wanted, now, tz, config, reload=True, kind=kind)
             if fresh == zones:
                 break
             zones, max_rows = fresh, CANDIDATES
@@ -272,9 +271,9 @@ def _claimable(conn, row, now, tz, config, agent_id, kind):
     floor, config = config, config.of(row["form_type"])
     if not transitions.is_due(row, now, config) or callbacks.kept_from(row, agent_id, now, config, tz):
         return False, None
-    if compliance.refusal(conn, row, now, tz, config, kind=kind) is not None or in_call is not None:
+    if claim_checks.refusal(conn, row, now, tz, config, kind=kind) is not None or in_call is not None:
         return False, None
-    reason = campaigns.check_locked(conn, row)
+    reason = operations.check_locked(conn, row)
     if reason is not None:
         raise _Refused(row["form_type"], reason)
     hit, ticket = contact_caps.check(conn, row, now, tz, floor.contact_caps)
@@ -362,12 +361,12 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
 
 
 def _open(wanted, now, tz, config, predictive=False):
-    """`wanted` without the form_types whose campaign refuses an outbound claim now (campaigns.refusal,
+    """`wanted` without the form_types whose campaign refuses an outbound claim now (operations.refusal,
     docs/operations/campaigns.md). Raises NotClaimable with the first one's reason and figures {"campaigns":
-    [campaigns.status of each]} when it refuses them all."""
-    kept, refused = campaigns.open_form_types(wanted, now, config, predictive)
+    [operations.status of each]} when it refuses them all."""
+    kept, refused = operations.open_form_types(wanted, now, config, predictive)
     if refused and not kept:
-        raise NotClaimable(refused[0][1], campaigns=[campaigns.status(config, form_type, now, tz)
+        raise NotClaimable(refused[0][1], campaigns=[operations.status(config, form_type, now, tz)
                                                      for form_type, _ in refused])
     return kept
 
@@ -434,11 +433,11 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=vocabulary.REDIAL, tz=None
     if row["isReserved"]:
         raise NotClaimable("lead_in_flight")
     if call_type != "inbound":
-        reason = campaigns.refusal(config, row["form_type"], now) or campaigns.check_locked(conn, row)
+        reason = operations.refusal(config, row["form_type"], now) or operations.check_locked(conn, row)
         if reason:
-            raise NotClaimable(reason, campaigns=[campaigns.status(config, row["form_type"], now, tz)])
+            raise NotClaimable(reason, campaigns=[operations.status(config, row["form_type"], now, tz)])
     config = config.of(row["form_type"])
-    reason, figures = compliance.verdict(conn, row, now, _zone(tz, config), config, call_type)
+    reason, figures = claim_checks.verdict(conn, row, now, _zone(tz, config), config, call_type)
     if reason:
         raise NotClaimable(reason, **figures)
     if in_call is not None and call_type != "inbound":

@@ -13,9 +13,8 @@ from datetime import timedelta
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.db import inserted_id, queries
-from dialerapi.rules.agents import roster as agents
-from dialerapi.rules.compliance import claim_checks as compliance
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.agents import roster
+from dialerapi.rules.compliance import claim_checks, do_not_call
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.core import vocabulary
 from dialerapi.rules.events import lead_events
@@ -75,9 +74,9 @@ def submit_action(conn, action, now, tz):
     # is the CRM's most frequent action, and spared the read.
     config = dialer_config.load_config(conn).of(row["form_type"]) if action["action"] == "dispose" else None
     if action["action"] == "dispose" and str(action.get("reason") or "").strip().lower() in config.dnd_reasons:
-        number = compliance.number_of(row["phone_number"], config)
+        number = claim_checks.number_of(row["phone_number"], config)
         if number is not None:
-            dnc.add(conn, [number], dnc.DND, now, oli_id=action["oli_id"])
+            do_not_call.add(conn, [number], do_not_call.DND, now, oli_id=action["oli_id"])
     queries.supersede_pending(conn, oli_id=action["oli_id"])
     stored = {
         "oli_id": action["oli_id"], "action": action["action"], "scheduled_at": action.get("scheduled_at"),
@@ -91,7 +90,7 @@ def submit_action(conn, action, now, tz):
         applied = dialstate.apply_action(conn, row, stored, now, config)
         if action["action"] == "dispose":
             lead_events.disposed(conn, applied, now, "crm", stored)
-    agents.clear_for_lead(conn, action["oli_id"], CLEARED_BY[action["action"]], now, tz)
+    roster.clear_for_lead(conn, action["oli_id"], CLEARED_BY[action["action"]], now, tz)
     return stored
 
 

@@ -22,8 +22,7 @@ import pymysql
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
-from dialerapi.rules.agents import availability
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import availability, roster
 from dialerapi.rules.core.kinds import ClaimKind
 from dialerapi.rules.dialing import claims
 from dialerapi.rules.leads import dialstate
@@ -108,7 +107,7 @@ def bridge(conn, request, now):
     Raises vocabulary.UnknownLead, vocabulary.NotLive, IdempotencyConflict.
     """
     def work():
-        return {"oli_id": request["oli_id"], "agent_id": agents.bridge(conn, request["oli_id"], now)}
+        return {"oli_id": request["oli_id"], "agent_id": roster.bridge(conn, request["oli_id"], now)}
 
     return once(conn, f"bridge:{request['request_id']}", request, now, work)
 
@@ -116,11 +115,11 @@ def bridge(conn, request, now):
 def call_connected(conn, request, now, tz):
     """POST /engine/call-connected: {oli_id, agent_id, call_type, request_id} -> {"missed_activity_id"}.
 
-    Opens the agent's missed activity (agents.open_missed_activity). Raises vocabulary.UnknownLead,
+    Opens the agent's missed activity (roster.open_missed_activity). Raises vocabulary.UnknownLead,
     vocabulary.UnknownAgent, vocabulary.NotLive (the lead is not on a call), IdempotencyConflict.
     """
     def work():
-        activity_id = agents.open_missed_activity(conn, request["oli_id"], request["agent_id"], now, tz,
+        activity_id = roster.open_missed_activity(conn, request["oli_id"], request["agent_id"], now, tz,
                                                   request["call_type"])
         return {"missed_activity_id": activity_id}
 
@@ -167,13 +166,13 @@ def agent_state(conn, request, now, tz):
     wrapup_until, pause_code, outbound_blocked, available, unavailable_reason}}. Setting absolute
     values, it needs no request key. Raises vocabulary.UnknownAgent.
     """
-    wrapup_until = agents.KEEP
+    wrapup_until = roster.KEEP
     if "wrapup_seconds" in request:
-        wrapup_until = agents.wrapup_until(request["wrapup_seconds"], now, tz)
+        wrapup_until = roster.wrapup_until(request["wrapup_seconds"], now, tz)
     # The UPDATE locks the row; reading it back afterwards raises UnknownAgent for a missing agent.
-    agents.set_availability(conn, request["agent_id"], panel_active=request.get("panel_active"),
+    roster.set_availability(conn, request["agent_id"], panel_active=request.get("panel_active"),
                             ami_idle=request.get("ami_idle"), wrapup_until=wrapup_until)
-    agent = agents.lock_agent(conn, request["agent_id"])
+    agent = roster.lock_agent(conn, request["agent_id"])
     reason = availability.unavailable_reason(agent, now)
     return {"agent": {
         "agent_id": agent["id"], "panel_active": bool(agent["panel_active"]), "ami_idle": bool(agent["ami_idle"]),

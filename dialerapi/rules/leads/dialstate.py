@@ -15,8 +15,7 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import inserted_id, queries
-from dialerapi.rules.compliance import abandons, contact_caps
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.compliance import abandons, contact_caps, do_not_call
 from dialerapi.rules.config.dialer import load_config
 from dialerapi.rules.core.vocabulary import (
     DISPOSED,
@@ -212,7 +211,7 @@ def _unmark_if_unlisted(conn, row, now):
         return row
     queries.set_lead_mark(conn, id=row["id"], listed=False)
     row = {**row, "do_not_call": 0}
-    lead_events.listed(conn, [row], now, dnc.CALL_END, on_list=False)
+    lead_events.listed(conn, [row], now, do_not_call.CALL_END, on_list=False)
     return row
 
 

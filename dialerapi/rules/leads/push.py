@@ -10,13 +10,13 @@ What depends on the batch alone is done once per batch: the push reset's next_re
 and the reset values of a Pending lead, escaped once with `now` into one db.Literal (one
 placeholder for the 13 of them); each lead adds only its own values and phone facts, as a tuple in
 the statement's column order. A lead whose phone_number did not change keeps its stored phone facts
-(compliance.lead_facts).
+(claim_checks.lead_facts).
 """
 
 import uuid
 
 from dialerapi.plumbing.db import Conflict, Literal, queries
-from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.compliance import claim_checks
 from dialerapi.rules.core import vocabulary
 from dialerapi.rules.events import lead_events
 from dialerapi.rules.events.outbox import notify
@@ -27,7 +27,7 @@ from dialerapi.rules.leads import catalog, transitions
 RESET_COLUMNS = ("dial_status", "disposeRemark", "last_dial_result", "hangup_by", "hangup_cause", "last_attempt_at",
                  "first_attempt_at", "next_retry_at", "callback_scheduled_at", "call_count", "isReserved")
 
-# Where a row tuple holds the lead's phone facts (compliance.lead_facts): after its six own values.
+# Where a row tuple holds the lead's phone facts (claim_checks.lead_facts): after its six own values.
 E164_AT, LISTED_AT = 6, 7
 
 INSERTED = "inserted"
@@ -87,7 +87,7 @@ def push_leads(conn, leads, now, tz, config):
     for lead in leads:
         consent = lead.get("consent")
         lead["consent_type"] = consent["type"] if consent else None
-    facts = compliance.lead_facts(conn, leads, config, existing)
+    facts = claim_checks.lead_facts(conn, leads, config, existing)
     rows = {}
     results = []
     for lead, lead_facts in zip(leads, facts):

@@ -8,7 +8,7 @@ over_limit, rules.compliance.abandons), "amber" when a window's rate is within A
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import state_history
 from dialerapi.rules.views import floor
 
 # Amber within half a percentage point of the limit (rates and the limit are fractions).
@@ -44,4 +44,4 @@ def snapshot(conn, now, tz):
     """{"now" (ISO 8601 UTC to the millisecond: the service clock as the snapshot is read), "floor":
     tiles, "agents": board_rows of every agent}: the board at `now` (wall-clock, to the second)."""
     return {"now": clock.format_utc_ms(clock.utcnow()), "floor": tiles(conn, now, tz),
-            "agents": agent_states.board_rows(conn, now, tz)}
+            "agents": state_history.board_rows(conn, now, tz)}

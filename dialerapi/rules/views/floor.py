@@ -13,9 +13,8 @@ from dialerapi.rules.agents import availability
 # An agent's state on the floor, from availability.unavailable_reason (the one rule of who may take a
 # call), in that rule's order: the first reason that applies names the state.
 from dialerapi.rules.agents.state_history import STATES
-from dialerapi.rules.campaigns import operations as campaigns
-from dialerapi.rules.compliance import abandons, contact_caps
-from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.campaigns import operations
+from dialerapi.rules.compliance import abandons, claim_checks, contact_caps
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.config import work_window
 from dialerapi.rules.leads import callbacks
@@ -41,11 +40,11 @@ def floor_state(conn, now, form_type, tz):
     "past_fallback"} (the due personal callbacks, rules.leads.callbacks.floor_counts: only
     past_fallback ones may go to any agent; leads_due counts them all), "leads_waiting_on_caps":
     unreserved leads a claim held for a contact cap, still due when it frees them,
-    "campaign": its campaign now (campaigns.status: state, open, closed_reason, restriction_note,
+    "campaign": its campaign now (operations.status: state, open, closed_reason, restriction_note,
     next_open_at, predictive), "leads_held": {reason: unreserved leads in the claim
     states a rule holds back from a progressive claim} for do_not_call, outside_calling_window and
-    each calling rule's reason (compliance.HELD_REASONS), as counted at
-    "leads_held_counted_at" (ISO 8601 UTC, once a minute by compliance.count_held; null before the
+    each calling rule's reason (claim_checks.HELD_REASONS), as counted at
+    "leads_held_counted_at" (ISO 8601 UTC, once a minute by claim_checks.count_held; null before the
     first count)},
     ...]} in form_type order; "floor_abandons": the same
     windows summed over those form_types (zeros with none). A form_type no agent has
@@ -62,7 +61,7 @@ def floor_state(conn, now, form_type, tz):
     callbacks_open = not config.outbound_obey_work_hours or work_window.in_work_window(now, config)
     personal = callbacks.floor_counts(conn, now, config, tz) if callbacks_open else {}
     capped = contact_caps.waiting(conn, now)
-    held, counted_at = compliance.held_counts(conn)
+    held, counted_at = claim_checks.held_counts(conn)
     report = []
     rates = []
     for row in queries.due_counts(conn, form_type=form_type, now=now, callbacks_open=callbacks_open, cap=DUE_CAP,
@@ -82,8 +81,8 @@ def floor_state(conn, now, form_type, tz):
             "abandons": abandons.summary(windows, pending, own),
             "personal_callbacks": personal.get(name, dict.fromkeys(callbacks.FLOOR_COUNTS, 0)),
             "leads_waiting_on_caps": capped.get(name, 0),
-            "campaign": campaigns.status(config, name, now, tz),
-            "leads_held": held.get(name, dict.fromkeys(compliance.HELD_REASONS, 0)),
+            "campaign": operations.status(config, name, now, tz),
+            "leads_held": held.get(name, dict.fromkeys(claim_checks.HELD_REASONS, 0)),
         })
     return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP, "leads_held_counted_at": counted_at,
             "work_window": work_window_state(now, config, tz),

@@ -25,9 +25,8 @@ Times are 'YYYY-MM-DD HH:MM:SS' DB_TIMEZONE.
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
-from dialerapi.rules.campaigns import operations as campaigns
-from dialerapi.rules.compliance import abandons, calling_rules
-from dialerapi.rules.compliance import claim_checks as compliance
+from dialerapi.rules.campaigns import operations
+from dialerapi.rules.compliance import abandons, calling_rules, claim_checks
 from dialerapi.rules.core.vocabulary import is_live
 from dialerapi.rules.events import lead_events
 
@@ -49,7 +48,7 @@ def of_lead(conn, row, now, tz, floor):
     with the campaigns), its calling profile worked out once for both. `callable` has `predictive`
     too (predictive_now), which reads the abandon counts only when nothing else holds the lead."""
     config = floor.of(row["form_type"])
-    _, names, source = compliance.lead_profile(row, config)
+    _, names, source = claim_checks.lead_profile(row, config)
     found = callable_now(row, names, now, tz, floor)
     return {"place": {"regions": list(calling_rules.split(names)[1]), "source": source,
                       "region": row["region"], "postal_code": row["postal_code"]},
@@ -68,7 +67,7 @@ def predictive_now(conn, row, names, progressive, now, tz, floor):
     moment = clock.instant(now, tz)
     held = calling_rules.held(names, moment, config, calling_rules.PREDICTIVE, tz)
     if held is not None:
-        return _answer(held.reason, compliance.next_at(names, moment, tz, config, calling_rules.PREDICTIVE), held)
+        return _answer(held.reason, claim_checks.next_at(names, moment, tz, config, calling_rules.PREDICTIVE), held)
     if config.enforce_abandon_limit and _abandon_held(conn, row["form_type"], now, floor):
         return _answer(abandons.ABANDON_LIMIT)
     return progressive
@@ -88,28 +87,28 @@ def _abandon_held(conn, form_type, now, floor):
 
 def callable_now(row, names, now, tz, floor):
     """{now (bool), reason, rule, source, note, next_at} of `row`, whose calling profile is `names`
-    (compliance.lead_profile); see the module's docstring for the reasons."""
+    (claim_checks.lead_profile); see the module's docstring for the reasons."""
     config = floor.of(row["form_type"])
     if row["do_not_call"]:
-        return _answer(compliance.DO_NOT_CALL)
+        return _answer(claim_checks.DO_NOT_CALL)
     if is_live(row):
         return _answer(LEAD_IN_FLIGHT)
     if row["claim_bucket"] is None or (row["claim_bucket"] == 4 and row["claim_due"] is None):
         return _answer(NOT_DUE)
-    refused = campaigns.refusal(floor, row["form_type"], now)
+    refused = operations.refusal(floor, row["form_type"], now)
     if refused:
-        return _answer(refused, campaigns.status(floor, row["form_type"], now, tz)["next_open_at"])
+        return _answer(refused, operations.status(floor, row["form_type"], now, tz)["next_open_at"])
     due = row["claim_due"] if row["claim_due"] is not None and row["claim_due"] > now else None
     cap = row["contact_cap_until"] if row["contact_cap_until"] is not None and row["contact_cap_until"] > now else None
     start = max(at for at in (now, due, cap) if at is not None)
     moment = clock.instant(start, tz)
     if start > now:
         return _answer(CONTACT_CAP if cap is not None and start == cap else NOT_DUE,
-                       compliance.next_at(names, moment, tz, config))
+                       claim_checks.next_at(names, moment, tz, config))
     held = calling_rules.held(names, moment, config, calling_rules.PROGRESSIVE, tz)
     if held is not None:
-        return _answer(held.reason, compliance.next_at(names, moment, tz, config), held)
-    if not compliance.zone_open(names, moment, tz, config, calling_rules.PROGRESSIVE):
-        return _answer(compliance.OUTSIDE_CALLING_WINDOW, compliance.next_at(names, moment, tz, config))
+        return _answer(held.reason, claim_checks.next_at(names, moment, tz, config), held)
+    if not claim_checks.zone_open(names, moment, tz, config, calling_rules.PROGRESSIVE):
+        return _answer(claim_checks.OUTSIDE_CALLING_WINDOW, claim_checks.next_at(names, moment, tz, config))
     return _answer()
 

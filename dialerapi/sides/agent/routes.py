@@ -10,7 +10,7 @@ from flask import Blueprint, current_app, g, redirect, request, send_from_direct
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.leads import callbacks, catalog
 from dialerapi.sides.agent import schemas
 from dialerapi.web import agent_tokens, auth
@@ -37,7 +37,7 @@ def missed_activities():
     """
     lookup = _agent_lookup(request.args.to_dict())
     grace_minutes = current_app.config["MISSED_ACTIVITY_GRACE_MINUTES"]
-    answer = get_db().run(agents.missed_activities, clock.now(db_timezone()), db_timezone(), grace_minutes, **lookup)
+    answer = get_db().run(roster.missed_activities, clock.now(db_timezone()), db_timezone(), grace_minutes, **lookup)
     # Checked on the answer, so an extension is resolved by the same read; nothing is written.
     auth.require_own_agent(answer["agent_id"])
     return answer
@@ -64,7 +64,7 @@ def agent_callbacks():
 
 
 def _callbacks_of(conn, lookup, now, tz):
-    agent = agents.find_agent(conn, **lookup)
+    agent = roster.find_agent(conn, **lookup)
     return callbacks.agent_callbacks(conn, agent["id"], now, tz)
 
 
@@ -88,7 +88,7 @@ def mint_agent_token():
     config = current_app.config
     wanted = load(schemas.AgentTokenRequest(config["AGENT_TOKEN_MAX_SECONDS"]).load, json_body())
     lifetime = wanted.pop("lifetime_seconds")
-    agent = get_db().run(agents.find_agent, **wanted)
+    agent = get_db().run(roster.find_agent, **wanted)
     token, expires_at = agent_tokens.mint(config, agent["id"], lifetime)
     return {"ok": True, "agent_id": agent["id"], "token": token, "expires_at": clock.format_utc(expires_at),
             "expires_in": lifetime or config["AGENT_TOKEN_SECONDS"]}, 201

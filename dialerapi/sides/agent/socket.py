@@ -53,7 +53,7 @@ from flask_sock import Sock
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 from dialerapi.plumbing.socket_slots import SocketSlots
-from dialerapi.rules.agents import roster as agents
+from dialerapi.rules.agents import roster
 from dialerapi.rules.core import vocabulary
 from dialerapi.rules.events.outbox import OutboxTail
 from dialerapi.rules.leads import callbacks
@@ -196,7 +196,7 @@ class EventHub:
 
         def mark_inactive(conn):
             for agent_id in agent_ids:
-                agents.set_availability(conn, agent_id, panel_active=False)
+                roster.set_availability(conn, agent_id, panel_active=False)
 
         try:
             self.app.extensions["dialerapi.db"].run(mark_inactive)
@@ -218,11 +218,11 @@ class EventHub:
         tz = config["DB_TIMEZONE"]
 
         def read(conn, now):
-            agent = agents.find_agent(conn, agent_id=agent_id)
+            agent = roster.find_agent(conn, agent_id=agent_id)
             if connecting:
                 # A connected panel is what makes an agent "panel-active" for the claim.
-                agents.set_availability(conn, agent_id, panel_active=True)
-            report = agents.missed_activities(conn, now, tz, config["MISSED_ACTIVITY_GRACE_MINUTES"], agent=agent)
+                roster.set_availability(conn, agent_id, panel_active=True)
+            report = roster.missed_activities(conn, now, tz, config["MISSED_ACTIVITY_GRACE_MINUTES"], agent=agent)
             return report, callbacks.agent_callbacks(conn, agent_id, now, tz)
 
         report, personal = self.app.extensions["dialerapi.db"].run(read, clock.now(tz))
@@ -311,7 +311,7 @@ def _lookup():
     agent_id, extension = request.args.get("agentId"), request.args.get("extension")
     if agent_id is not None and agent_id.isdigit():
         return {"agent_id": int(agent_id)}
-    if extension is not None and agents.EXTENSION.fullmatch(extension):
+    if extension is not None and roster.EXTENSION.fullmatch(extension):
         return {"extension": extension}
     return None
 
@@ -375,8 +375,8 @@ def _serve(app, hub, ws, lookup):
         # An extension: the agent is found first. An agent id (a token's, a server-side client's) is
         # looked up in the transaction that marks the panel active and reads the state (`snapshot`).
         try:
-            agent_id = db.run(agents.find_agent, **lookup)["id"] if lookup else None
-        except agents.UnknownExtension:
+            agent_id = db.run(roster.find_agent, **lookup)["id"] if lookup else None
+        except roster.UnknownExtension:
             pass
         if agent_id is None:
             return reject(ws, "unknown_agent")
@@ -404,7 +404,7 @@ def _serve(app, hub, ws, lookup):
     finally:
         connection.queue.stop()
         if hub.remove(connection):
-            db.run(agents.set_availability, agent_id, panel_active=False)
+            db.run(roster.set_availability, agent_id, panel_active=False)
 
 
 def _handle(db, agent_id, frame, tz):
@@ -420,9 +420,9 @@ def _handle(db, agent_id, frame, tz):
         return "server_error", {"reason": "invalid_message"}
     if event == "agent.pause":
         try:
-            return "agent.paused", db.run(agents.pause, agent_id, data.get("code"), data.get("note"), now=clock.now(tz))
-        except agents.InvalidPause as exc:
+            return "agent.paused", db.run(roster.pause, agent_id, data.get("code"), data.get("note"), now=clock.now(tz))
+        except roster.InvalidPause as exc:
             return "server_error", {"reason": exc.reason}
     if event == "agent.resume":
-        return "agent.resumed", db.run(agents.resume, agent_id)
+        return "agent.resumed", db.run(roster.resume, agent_id)
     return "server_error", {"reason": "unknown_event"}

@@ -9,7 +9,7 @@ from flask import Blueprint, g
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.campaigns import operations as campaigns
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.sides.crm import schemas
 from dialerapi.web.auth import CRM, SUPERVISOR, opens
@@ -26,8 +26,8 @@ def _form_type(form_type):
 def _campaign(conn, form_type, now, tz, known=True):
     config = dialer_config.load_config(conn)
     if known:
-        campaigns.require_known(conn, config, form_type)
-    return {**campaigns.view(config, form_type, now, tz), "history": campaigns.history(conn, form_type)}
+        operations.require_known(conn, config, form_type)
+    return {**operations.view(config, form_type, now, tz), "history": operations.history(conn, form_type)}
 
 
 @campaigns_bp.get("/api/campaigns")
@@ -44,7 +44,7 @@ def list_campaigns():
     def read(conn):
         config = dialer_config.load_config(conn)
         now = clock.now(tz)
-        return [campaigns.view(config, form_type, now, tz) for form_type in campaigns.form_types(conn, config)]
+        return [operations.view(config, form_type, now, tz) for form_type in operations.form_types(conn, config)]
 
     return {"ok": True, "campaigns": get_db().run(read)}
 
@@ -69,7 +69,7 @@ def update_campaign(form_type):
 
     def change(conn):
         now = clock.now(tz)
-        campaigns.update(conn, form_type, patch, now, g.caller.role)
+        operations.update(conn, form_type, patch, now, g.caller.role)
         return _campaign(conn, form_type, now, tz, known=False)
 
     return {"ok": True, "campaign": get_db().run(change)}
@@ -80,14 +80,14 @@ def update_campaign(form_type):
 def pause_campaign(form_type):
     """Pause a campaign: no new claim of its leads from the moment this answers (live calls, held
     actions, settles and callbacks' clocks go on). 200 {ok, campaign}; pausing a paused one changes nothing."""
-    return _switch(campaigns.pause, form_type)
+    return _switch(operations.pause, form_type)
 
 
 @campaigns_bp.post("/api/campaigns/<path:form_type>/resume")
 @limits.crm_actions
 def resume_campaign(form_type):
     """Resume a paused (or ended) campaign: its leads are claimed again. 200 {ok, campaign}."""
-    return _switch(campaigns.resume, form_type)
+    return _switch(operations.resume, form_type)
 
 
 def _switch(action, form_type):

@@ -7,7 +7,7 @@ from marshmallow.validate import OneOf
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.compliance import do_not_call as dnc
+from dialerapi.rules.compliance import do_not_call
 from dialerapi.web.fields import ApiSchema, OliId, PhoneNumber, Text
 from dialerapi.web.requests import db_timezone, json_body, load
 
@@ -19,7 +19,7 @@ class DncRequestSchema(ApiSchema):
     its `oli_id` (kept with the number)."""
 
     phone = PhoneNumber(required=True)
-    reason = Text(required=True, validate=OneOf(dnc.CRM_REASONS, error="must be revoked, request or registry"),
+    reason = Text(required=True, validate=OneOf(do_not_call.CRM_REASONS, error="must be revoked, request or registry"),
                   metadata={"description": "revoked (consent revoked), request (asked not to be called), registry"})
     oli_id = OliId(load_default=None, metadata={"description": "The lead the request came through, if any"})
 
@@ -35,7 +35,7 @@ def list_number():
     registry, oli_id?}. 201 {ok, phone (E.164), added: true}; 200 with added false when it was
     listed already; 400 validation_failed (D3)."""
     body = load(DncRequestSchema().load, json_body())
-    found = get_db().run(dnc.crm_list, body["phone"], body["reason"], clock.now(db_timezone()), body["oli_id"])
+    found = get_db().run(do_not_call.crm_list, body["phone"], body["reason"], clock.now(db_timezone()), body["oli_id"])
     return {"ok": True, **found}, 201 if found["added"] else 200
 
 
@@ -45,4 +45,4 @@ def remove_number(phone):
     """Take a phone number off the list: 200 {ok, phone, removed (false: it was
     not listed)}; 400 validation_failed for a path that is no phone number."""
     path = load(DncPathSchema().load, {"phone": phone})
-    return {"ok": True, **get_db().run(dnc.crm_remove, path["phone"], clock.now(db_timezone()))}
+    return {"ok": True, **get_db().run(do_not_call.crm_remove, path["phone"], clock.now(db_timezone()))}

@@ -9,9 +9,9 @@ from flask import Blueprint, request
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.dialing import crm_actions as actions
+from dialerapi.rules.dialing import crm_actions
 from dialerapi.rules.events import lead_events
-from dialerapi.rules.leads import push as leads
+from dialerapi.rules.leads import push
 from dialerapi.rules.views import lead as lead_read
 from dialerapi.sides.crm import schemas
 from dialerapi.sides.crm.campaigns import campaigns_bp
@@ -35,7 +35,7 @@ LEAD_EVENTS = schemas.LeadEventsQuery()
 def push_leads():
     """Upsert one lead or a batch of 1-500 (lead-intake-api.md, POST /api/leads; D4). 201 always."""
     tz = db_timezone()
-    results = get_db().run(leads.push, schemas.push_loader(json_body(), tz), clock.now(tz), tz)
+    results = get_db().run(push.push, schemas.push_loader(json_body(), tz), clock.now(tz), tz)
     observability.count_pushed(results)
     return {"ok": True, "leads": results}, 201
 
@@ -50,7 +50,7 @@ def send_callback_request():
     """
     callback = load(schemas.SendCallbackSchema().load, json_body())
     lead = get_db().run(
-        actions.request_callback, callback["oli_id"], callback["scheduled_at"], clock.now(db_timezone()),
+        crm_actions.request_callback, callback["oli_id"], callback["scheduled_at"], clock.now(db_timezone()),
         callback["callbackAgentId"],
     )
     return {"ok": True, "lead": lead}
@@ -65,7 +65,7 @@ def pending_callback():
     (callbackAgentId not on the roster).
     """
     action = load(schemas.PendingCallbackSchema().load, json_body())
-    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()), db_timezone())
+    stored = get_db().run(crm_actions.submit_action, action, clock.now(db_timezone()), db_timezone())
     pending = {key: stored[key] for key in ("id", "oli_id", "scheduled_at", "status")}
     pending["scheduled_at"] = clock.format_wall_clock(pending["scheduled_at"])
     return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
@@ -80,7 +80,7 @@ def pending_disposition():
     202 with status pending when held; 404 unknown_oli_id.
     """
     action = load(schemas.PendingDispositionSchema().load, json_body())
-    stored = get_db().run(actions.submit_action, action, clock.now(db_timezone()), db_timezone())
+    stored = get_db().run(crm_actions.submit_action, action, clock.now(db_timezone()), db_timezone())
     pending = {key: stored[key] for key in ("id", "oli_id", "action", "reason", "status")}
     return {"ok": True, "pending": pending}, 200 if stored["status"] == "applied" else 202
 

@@ -32,7 +32,7 @@ from flask import current_app, request
 from flask_sock import Sock
 
 from dialerapi.plumbing import clock
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import state_history
 from dialerapi.rules.views import board
 from dialerapi.web import agent_tokens, auth
 from dialerapi.web.agent_tokens import InvalidToken
@@ -161,7 +161,7 @@ class BoardFeed:
         db = self.app.extensions["dialerapi.db"]
         data = {"now": clock.format_utc_ms(clock.utcnow()), "agents": [], "removed": []}
         if wanted:
-            rows = {row["agent_id"]: row for row in db.run(agent_states.board_rows, now, tz, sorted(wanted))}
+            rows = {row["agent_id"]: row for row in db.run(state_history.board_rows, now, tz, sorted(wanted))}
             data["agents"] = [row for agent_id, row in sorted(rows.items())
                               if row != self._rows.get(agent_id) or agent_id in self._force]
             data["removed"] = sorted(agent_id for agent_id in wanted if agent_id not in rows

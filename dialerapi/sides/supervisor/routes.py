@@ -11,7 +11,7 @@ from flask import Blueprint, current_app, redirect, request
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import state_history
 from dialerapi.rules.views import board as board_rules
 from dialerapi.sides.supervisor import board, schemas
 from dialerapi.web import agent_tokens
@@ -70,7 +70,7 @@ def agent_report():
     """
     wanted = load(schemas.AgentReportQuery().load, request.args.to_dict())
     tz = db_timezone()
-    report = get_db().run(agent_states.report, wanted["first_day"], wanted["last_day"], clock.now(tz), tz,
+    report = get_db().run(state_history.report, wanted["first_day"], wanted["last_day"], clock.now(tz), tz,
                           wanted["agent_ids"])
     return {"ok": True, **report}
 

@@ -6,7 +6,7 @@ from datetime import date
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, Regexp
 
-from dialerapi.rules.agents import state_history as agent_states
+from dialerapi.rules.agents import state_history
 from dialerapi.web.agent_tokens import MAX_NAME_CHARS
 from dialerapi.web.fields import DAY_PATTERN, EMPLOYEE_ID, Text, TokenLifetime
 
@@ -15,7 +15,7 @@ DAY = Regexp(r"\d{4}-\d{2}-\d{2}\Z", error="must be a day, YYYY-MM-DD")
 
 class AgentReportQuery(Schema):
     """GET /api/reports/agents query: `from` and `to` (days, YYYY-MM-DD, DB_TIMEZONE, both included,
-    at most agent_states.MAX_REPORT_DAYS), optional `agentId`. Loads to {first_day, last_day (dates),
+    at most state_history.MAX_REPORT_DAYS), optional `agentId`. Loads to {first_day, last_day (dates),
     agent_ids (a list, or None for all)}."""
 
     class Meta:
@@ -24,7 +24,7 @@ class AgentReportQuery(Schema):
     from_ = Text(data_key="from", required=True, validate=DAY, metadata={"pattern": DAY_PATTERN})
     to = Text(required=True, validate=DAY, metadata={
         "pattern": DAY_PATTERN,
-        "description": f"Not before `from`, at most {agent_states.MAX_REPORT_DAYS} days after it (400 otherwise)"})
+        "description": f"Not before `from`, at most {state_history.MAX_REPORT_DAYS} days after it (400 otherwise)"})
     agentId = fields.Integer(error_messages={"invalid": "must be an integer"}, validate=EMPLOYEE_ID)
 
     @post_load
@@ -35,8 +35,8 @@ class AgentReportQuery(Schema):
             raise ValidationError("must be a real day", "from") from None
         if last_day < first_day:
             raise ValidationError("is before from", "to")
-        if (last_day - first_day).days + 1 > agent_states.MAX_REPORT_DAYS:
-            raise ValidationError(f"the range is over {agent_states.MAX_REPORT_DAYS} days", "to")
+        if (last_day - first_day).days + 1 > state_history.MAX_REPORT_DAYS:
+            raise ValidationError(f"the range is over {state_history.MAX_REPORT_DAYS} days", "to")
         return {"first_day": first_day, "last_day": last_day,
                 "agent_ids": [data["agentId"]] if "agentId" in data else None}
 
