@@ -8,6 +8,7 @@ from marshmallow.validate import OneOf
 from dialerapi.openapi.campaigns import CampaignStatusSchema
 from dialerapi.openapi.lead_responses import WALL, ResultCallSchema, ResultLeadSchema
 from dialerapi.rules.compliance.claim_checks import HELD_REASONS
+from dialerapi.rules.config import ranges
 
 
 class DetailSchema(Schema):
@@ -43,7 +44,7 @@ class AbandonWindowsSchema(Schema):
 class AbandonsSchema(Schema):
     form_type = fields.String(metadata={"description": "In a 409's figures only"})
     limit = fields.Float(required=True, metadata={"example": 0.03})
-    period = fields.String(required=True, validate=OneOf(["24h", "30d"]))
+    period = fields.String(required=True, validate=OneOf(ranges.ABANDON_PERIODS))
     min_answered = fields.Integer(required=True, metadata={
         "description": "Below this many answered in a window, the limit is not enforced on it"})
     enforced = fields.Boolean(required=True, metadata={"description": "enforce_abandon_limit"})

@@ -18,7 +18,7 @@ from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from dialerapi.rules.campaigns import operations as campaigns
 from dialerapi.rules.compliance import contact_caps, state_table
-from dialerapi.rules.config import campaign_settings
+from dialerapi.rules.config import campaign_settings, ranges
 from dialerapi.rules.core.vocabulary import OUTCOMES, RETRY_OUTCOMES
 
 MODES = ("progressive", "predictive")
@@ -126,7 +126,7 @@ class DialerSchema(Schema):
     # refused with abandon_limit dials progressively until the refusals stop.
     enforce_abandon_limit = fields.Boolean(load_default=False)
     abandon_limit = fields.Float(validate=Range(0.0001, 0.2), load_default=0.03)
-    abandon_period = fields.String(validate=OneOf(("24h", "30d")), load_default="30d")
+    abandon_period = fields.String(validate=OneOf(ranges.ABANDON_PERIODS), load_default="30d")
     abandon_min_answered = fields.Integer(validate=Range(0, 1_000_000), load_default=50)
     abandon_connect_seconds = fields.Integer(validate=Range(1, 30), load_default=2)
 
