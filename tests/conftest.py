@@ -40,6 +40,7 @@ from dialerapi.plumbing import clock, migrate
 from dialerapi.plumbing import config as settings
 from dialerapi.plumbing.db import connect, connect_params, get_db
 from dialerapi.plumbing.limits import limiter
+from dialerapi.rules.compliance import claim_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-1234567890-abcdef"
@@ -255,8 +256,14 @@ def utc_naive(moment, tz=TZ):
 
 
 @pytest.fixture(autouse=True)
-def clean_database(sql_session, database_url):
-    """Every test starts from a freshly seeded database, with the service clock at DEFAULT_NOW."""
+def clean_database(sql_session, database_url, monkeypatch):
+    """Every test starts from a freshly seeded database, with the service clock at DEFAULT_NOW, in a
+    process that knows none of another test's call zones: a process keeps its copy of
+    dialerapi_call_zones, whose rows never change in a database's life, and the open zones it worked
+    out from it for the minute (rules.compliance.claim_checks), which the emptied table would make
+    another test's."""
+    monkeypatch.setattr(claim_checks, "_zones", {})
+    monkeypatch.setattr(claim_checks, "_open_memo", {})
     sql_session.empty(DATA_TABLES)
     migrate.seed_rows(sql_session.conn)
     set_clock(DEFAULT_NOW)
