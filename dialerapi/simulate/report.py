@@ -191,8 +191,8 @@ def law_summary(scenario, runs, kpis):
     limit (the scenario's abandon_limit, whether or not the run enforced it), for the floor ("*")
     and each form_type: {"limit", "enforced", "form_types": [{"form_type", "rate" (mean and 95%
     interval), "runs_over_limit" (share of runs whose rate was over the limit), "days_over_limit"
-    (mean and interval of each run's share of days over it), "limit", "period" (its campaign's, issue
-    #67, or the floor's)}]}."""
+    (mean and interval of each run's share of days over it), "limit", "period" (its campaign's,
+    or the floor's)}]}."""
     dialer = scenario.to_json()["dialer"]
     rows = []
     for name in ["*"] + sorted(key[len("abandon_rate["):-1] for key in kpis if key.startswith("abandon_rate[")):

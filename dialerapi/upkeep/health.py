@@ -226,8 +226,8 @@ def report(app):
     configured, host, latency_ms, error}, webhooks: webhooks_check, agent_sockets: fanout_check}, metrics: {uptime_seconds, requests (by status class),
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
     UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
-    and refusals per host), do_not_call and calling_window (compliance_report, issue
-    #30), webhooks (webhooks_report)}, logs (last 20 warning/error lines of this process), version}. Never
+    and refusals per host), do_not_call and calling_window (compliance_report),
+    webhooks (webhooks_report)}, logs (last 20 warning/error lines of this process), version}. Never
     a password or the secret.
     """
     state = app.extensions["dialerapi.health"]

@@ -20,8 +20,8 @@ GROUP BY s.form_type, a.panel_active, a.pause_code, a.ami_idle, IF(a.wrapup_unti
 -- name: floor_calls(connect_seconds, connect_seconds_by_form)
 -- Live reservations per form_type, and how many of them have had call-connected (an open missed
 -- activity of the lead): the rest are ringing, or answered and waiting for a bridge. Reads the
--- (dial_status, isReserved, ...) index prefix: as many rows as calls are live. `pending` (issue
--- #37): the predictive ones no agent took yet, or one took more than its campaign's connect seconds
+-- (dial_status, isReserved, ...) index prefix: as many rows as calls are live. `pending`:
+-- the predictive ones no agent took yet, or one took more than its campaign's connect seconds
 -- after the answer (as in claims.sql free_skills), which the abandon limit counts as
 -- abandons until they settle.
 SELECT m.form_type, COUNT(*) AS reserved,
@@ -111,8 +111,8 @@ LEFT JOIN (SELECT form_type, SUM(answered) AS answered, SUM(abandoned) AS abando
 ORDER BY ft.form_type;
 
 -- name: floor_holding()
--- Per form_type, the live calls answered and waiting for an agent (the supervisor's board, issue
--- #49): answered in this reservation (call_answered_at, abandons.mark_answered, not before
+-- Per form_type, the live calls answered and waiting for an agent (the supervisor's board):
+-- answered in this reservation (call_answered_at, abandons.mark_answered, not before
 -- reserved_at) and no call-connected yet. The rest of floor_calls' not-connected calls are ringing.
 SELECT m.form_type, COUNT(*) AS holding
 FROM sales_master AS m

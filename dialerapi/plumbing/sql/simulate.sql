@@ -45,8 +45,8 @@ FROM sales_master;
 SELECT id FROM sales_agents WHERE outbound_blocked = 1 ORDER BY id;
 
 -- name: sim_next_due(form_type, now, fallback_edge, fallback_never)^
--- When time alone next makes a lead of form_type due to a predictive claim (simulate.pacing, issue
--- #52): `due`, the earliest claim_due after :now of its claimable leads; `owned_due`, apart, the
+-- When time alone next makes a lead of form_type due to a predictive claim (simulate.pacing):
+-- `due`, the earliest claim_due after :now of its claimable leads; `owned_due`, apart, the
 -- earliest due time of a personal callback that has not fallen back at :now, which is
 -- due to a predictive claim only at its fallback. NULL when there is none. A lead whose number is
 -- live through another lead is left out: it is claimable again at that call's settle, which the

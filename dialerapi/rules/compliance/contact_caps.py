@@ -43,6 +43,7 @@ from dialerapi.plumbing.db import Conflict, queries
 from dialerapi.rules.compliance.places import regions_of
 from dialerapi.rules.compliance.us_area_codes import AREA_CODES
 from dialerapi.rules.core.kinds import CALL_CONSENT
+from dialerapi.rules.core.vocabulary import CALLBACK
 
 CONTACT_CAP = "contact_cap"
 INBOUND = "inbound"
@@ -221,7 +222,7 @@ def hold(conn, row, hit, now, tz):
     queries.note_capped(conn, day=now.date(), cap=hit.cap, phone_e164=row["phone_e164"], form_type=row["form_type"],
                         at_utc=clock.to_utc(now, tz))
     callback_at = row["callback_scheduled_at"]
-    if row["dial_status"] == "Callback" and (callback_at is None or callback_at < hit.until):
+    if row["dial_status"] == CALLBACK and (callback_at is None or callback_at < hit.until):
         callback_at = hit.until
     return {**row, "next_retry_at": hit.until, "callback_scheduled_at": callback_at, "contact_cap": hit.cap,
             "contact_cap_until": hit.until}
@@ -276,7 +277,7 @@ def forget(conn, lead, now):
         # Before the number's row: a claim holding one of these leads writes that row next, so the
         # other order could deadlock.
         freed = [{**row, "next_retry_at": now, "contact_cap_until": None,
-                  "callback_scheduled_at": now if row["dial_status"] == "Callback" else row["callback_scheduled_at"]}
+                  "callback_scheduled_at": now if row["dial_status"] == CALLBACK else row["callback_scheduled_at"]}
                  for row in queries.lock_cap_held(conn, phone_e164=lead["phone_e164"], now=now)]
         if freed:
             queries.end_cap_holds(conn, ids=[row["id"] for row in freed], now=now)

@@ -144,17 +144,22 @@ class Setting:
     read: Callable | None = _same
 
 
-def _calendar_answer(part):
+def _open_hours(config):
+    calendar = config.calendar
+    return None if calendar is None else {
+        day: [f"{calendars.hhmm(start)}-{calendars.hhmm(end)}" for start, end in calendar.days[index]]
+        for index, day in enumerate(calendars.DAYS)}
+
+
+def _restricted_dates(config):
+    calendar = config.calendar
+    return [] if calendar is None else [{"date": first.isoformat(), "to": last.isoformat(), "note": note}
+                                        for first, last, note in calendar.restricted]
+
+
+def _calendar_date(name):
     def answer(config):
-        calendar = config.calendar
-        if part == "open_hours":
-            return None if calendar is None else {
-                day: [f"{calendars.hhmm(start)}-{calendars.hhmm(end)}" for start, end in calendar.days[index]]
-                for index, day in enumerate(calendars.DAYS)}
-        if part == "restricted_dates":
-            return [] if calendar is None else [{"date": first.isoformat(), "to": last.isoformat(), "note": note}
-                                                for first, last, note in calendar.restricted]
-        moment = None if calendar is None else getattr(calendar, part)
+        moment = None if config.calendar is None else getattr(config.calendar, name)
         return moment.isoformat() if moment else None
     return answer
 
@@ -181,11 +186,11 @@ SETTINGS = {
     # The calendar (rules.config.calendars): wall-clock DB_TIMEZONE.
     "open_hours": Setting(fields.Dict(keys=fields.String(validate=OneOf(calendars.DAYS)),
                                       values=fields.List(Interval(), validate=Length(max=6))),
-                          _calendar_answer("open_hours"), read=None),
+                          _open_hours, read=None),
     "restricted_dates": Setting(fields.List(fields.Nested(RestrictedDate), validate=Length(max=400)),
-                                _calendar_answer("restricted_dates"), store=_stored_dates, read=None),
-    "start_date": Setting(fields.Date(), _calendar_answer("start_date"), store=_iso, read=None),
-    "end_date": Setting(fields.Date(), _calendar_answer("end_date"), store=_iso, read=None),
+                                _restricted_dates, store=_stored_dates, read=None),
+    "start_date": Setting(fields.Date(), _calendar_date("start_date"), store=_iso, read=None),
+    "end_date": Setting(fields.Date(), _calendar_date("end_date"), store=_iso, read=None),
     # The abandon rule (rules.compliance.abandons).
     "enforce_abandon_limit": Setting(fields.Boolean(), _config("enforce_abandon_limit")),
     "abandon_limit": Setting(fields.Float(validate=Range(*ranges.ABANDON_LIMIT_RANGE, min_inclusive=False)),

@@ -410,8 +410,8 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=vocabulary.REDIAL, tz=None
     cap is refused (contact_cap, with figures {"cap", "frees_at"}: rules.compliance.contact_caps)
     unless `customer_request` (the customer asked for the call); such a redial and an inbound call
     are not counted against the caps. A redial of a lead whose number is live through another lead
-    is refused (number_in_call, with figures {"oli_id_in_call"}: one live call per number, issue
-    #65); an inbound call is not (the customer is calling). Returns the claimed row. Raises
+    is refused (number_in_call, with figures {"oli_id_in_call"}: one live call per
+    number); an inbound call is not (the customer is calling). Returns the claimed row. Raises
     NotClaimable (reason: maintenance, lead_in_flight, the agent's unavailable reason, do_not_call,
     outside_calling_window, number_in_call, contact_cap), vocabulary.UnknownLead, agents.UnknownAgent.
     """

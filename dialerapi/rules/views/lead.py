@@ -6,7 +6,7 @@ from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import queries
 from dialerapi.rules.compliance import calling_rules
 from dialerapi.rules.config import dialer as dialer_config
-from dialerapi.rules.core.vocabulary import UnknownLead, is_live
+from dialerapi.rules.core.vocabulary import CALLBACK, UnknownLead, is_live
 from dialerapi.rules.events.lead_events import LEAD_TIMES, wall_text
 from dialerapi.rules.leads import callbacks
 from dialerapi.rules.views import why
@@ -16,7 +16,7 @@ def _waiting_on_cap(row):
     """{"cap", "frees_at"} while the lead waits on the contact cap a claim held it for (its due time
     is still the one the hold set), else None."""
     until = row["contact_cap_until"]
-    due = row["callback_scheduled_at"] if row["dial_status"] == "Callback" else row["next_retry_at"]
+    due = row["callback_scheduled_at"] if row["dial_status"] == CALLBACK else row["next_retry_at"]
     if until is None or row["isReserved"] or due != until:
         return None
     return {"cap": row["contact_cap"], "frees_at": wall_text(until)}
