@@ -33,9 +33,9 @@ SELECT COALESCE(MAX(id), 0) FROM dialerapi_agent_states;
 -- its reservation is live (it rings: migration 0021). Today's calls and talk time come from the
 -- report (rules.agents.state_history.days_report).
 -- `since_utc` is the moment of the first history row after the last one whose state differs from
--- the agent's now (`boundary`, "at_utc#id"), or of the agent's first row when none differs: a
--- row changing what the state does not show, the AMI or the outbound block while paused,
--- restarted the time in state and delayed the pause alert). A row's state here is its panel, else
+-- the agent's now (`boundary`, "at_utc#id"), or of the agent's first row when none differs, so a
+-- row changing what the state does not show (the AMI, or the outbound block while paused) does not
+-- restart the time in state nor delay the pause alert. A row's state here is its panel, else
 -- its pause code, else its AMI, else idle with its outbound block and its wrap-up's end (a new
 -- wrap-up is a new state; rules.agents.state_history.board_rows starts free at a wrap-up's end). Each read
 -- is a few entries of ix_agent_states_agent: backward to the first differing row, forward to the
