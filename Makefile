@@ -57,7 +57,7 @@ soak: install
 
 bench: install
 	$(SUPERVISE) $(DEVDB) with sh -c '$(BIN)/python bench/service_bench.py && $(BIN)/python bench/import_bench.py \
-	  && $(BIN)/python bench/claim_bench.py \
+	  && $(BIN)/python bench/claim_bench.py && $(BIN)/python bench/caller_id_bench.py \
 	  && $(BIN)/python bench/compliance_bench.py && $(BIN)/python bench/state_rules_bench.py \
 	  && $(BIN)/python bench/abandon_bench.py \
 	  && $(BIN)/python bench/personal_callback_bench.py && $(BIN)/python bench/caps_bench.py \

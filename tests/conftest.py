@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import cachetools
 import pymysql
 import pytest
 import requests
@@ -40,6 +41,7 @@ from dialerapi.plumbing import clock, migrate
 from dialerapi.plumbing import config as settings
 from dialerapi.plumbing.db import connect, connect_params, get_db
 from dialerapi.plumbing.limits import limiter
+from dialerapi.rules.caller_ids import choice as caller_id_choice
 from dialerapi.rules.compliance import claim_checks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +61,8 @@ DATA_TABLES = (
     "dialerapi_lead_events", "dialerapi_webhook_endpoints", "dialerapi_webhook_deliveries", "dialerapi_webhook_attempts",
     "dialerapi_agent_states", "dialerapi_agent_days", "dialerapi_contact_caps", "dialerapi_contact_numbers",
     "dialerapi_contact_capped", "dialerapi_outcome_retries", "dialerapi_campaigns", "dialerapi_campaign_changes",
-    "dialerapi_calling_rules", "dialerapi_restrictions", "dialerapi_held_counts",
+    "dialerapi_calling_rules", "dialerapi_restrictions", "dialerapi_held_counts", "dialerapi_caller_ids",
+    "dialerapi_caller_id_pools", "dialerapi_caller_id_changes",
 )
 
 
@@ -261,8 +264,11 @@ def clean_database(sql_session, database_url, monkeypatch):
     process that knows none of another test's call zones: a process keeps its copy of
     dialerapi_call_zones, whose rows never change in a database's life, and the open zones it worked
     out from it for the minute (rules.compliance.claim_checks), which the emptied table would make
-    another test's."""
+    another test's; nor another test's caller-ID pools (rules.caller_ids.choice.directory, by the
+    last change's id, which an emptied history starts again).
+    """
     monkeypatch.setattr(claim_checks, "_zones", {})
+    monkeypatch.setattr(caller_id_choice, "_directories", cachetools.LRUCache(maxsize=256))
     monkeypatch.setattr(claim_checks, "_open_memo", {})
     sql_session.empty(DATA_TABLES)
     migrate.seed_rows(sql_session.conn)
@@ -533,6 +539,15 @@ def run(app):
             return get_db().run(work, *args, **kwargs)
 
     return run
+
+
+def set_presented(sql, number, calls, day=None):
+    """Make the caller ID `number` (E.164 digits) have presented `calls` calls on `day` (the default
+    clock's day), as claims would have counted them: on its row and its pools' ranks (migration 0027)."""
+    day = day or DEFAULT_NOW.date()
+    sql("UPDATE dialerapi_caller_ids AS c LEFT JOIN dialerapi_caller_id_pools AS p ON p.caller_id = c.id"
+        " SET c.presented_day = %s, c.presented_today = %s, p.presented_rank = %s WHERE c.number = %s",
+        day, calls, day.toordinal() * 1_000_000 + calls, number)
 
 
 def contact_attempts(sql, phone_e164=None):

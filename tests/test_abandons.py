@@ -569,7 +569,8 @@ def test_settings_are_set_and_shown(database_url, sql):
     assert shown == {"enforce_abandon_limit": False, "abandon_limit": 0.05, "abandon_period": "24h",
                      "abandon_min_answered": 20, "abandon_connect_seconds": 3,
                      "personal_callback_fallback_minutes": 30, "work_start": "09:00:00", "work_end": "21:00:00",
-                     "amd_false_positive_share": 0.2}
+                     "amd_false_positive_share": 0.2, "caller_id_daily_cap": 75, "caller_id_default_pool": "default",
+                     "caller_id_headroom_share": 0.1}
 
 
 # --- item 6: 16 engines through two hosts -------------------------------------------------------

@@ -23,7 +23,7 @@ from dialerapi.rules.dialing import claims
 from dialerapi.web import agent_tokens
 
 SUPERVISOR_PATHS = {("GET", "/api/board"), ("GET", "/api/reports/agents"), ("GET", "/api/campaigns"),
-                    ("GET", "/api/campaigns/home_loan")}
+                    ("GET", "/api/campaigns/home_loan"), ("GET", "/api/caller-ids")}
 REPORT = "/api/reports/agents?from=2026-11-21&to=2026-11-21"
 # How long a test waits for a change to reach the board: a bound on waiting for the event, not the
 # issue's 1 s, which bench/board_bench.py measures (speed is never asserted in a timed test).

@@ -12,7 +12,8 @@ import requests
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import ENGINE_SECRET, SECRET, TZ, mint_token
+from conftest import DEFAULT_NOW, ENGINE_SECRET, SECRET, TZ, mint_token
+from dialerapi.rules.campaigns import operations
 from wsclient import Client
 
 # Each opens the board in Chromium: over 10 s of setup in make test's parallel run (issue #63), so
@@ -76,6 +77,14 @@ def page_rows(browser):
         "tr.dataset.agentId, tr.dataset.state, tr.children[4].textContent, tr.children[3].textContent,"
         "tr.children[6].textContent, tr.classList.contains('alert')]);")
     return {int(r[0]): {"state": r[1], "pause": r[2], "time": r[3], "calls": int(r[4]), "alert": r[5]} for r in rows}
+
+
+def page_pools(browser):
+    """{pool: {"level", figure: text}} of the caller-ID pool tiles as the page shows them."""
+    pools = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#pools .pool')).map(t => [t.dataset.pool, t.dataset.level,"
+        "Object.fromEntries(Array.from(t.querySelectorAll('[data-figure]')).map(d => [d.dataset.figure, d.textContent]))]);")
+    return {name: {"level": level, **figures} for name, level, figures in pools}
 
 
 def page_tiles(browser):
@@ -190,6 +199,30 @@ def test_a_tile_shows_the_leads_each_rule_holds(board, browser, floor, live_serv
     board()
     wait_for(browser, lambda: page_tiles(browser)["home_loan"].get("leads_held") == "held: 2 do-not-call")
     assert "leads_held" not in page_tiles(browser)["credit_card"], "a tile names only the rules holding a lead"
+
+
+def test_each_caller_id_pool_shows_its_numbers_and_headroom_and_a_campaigns_empty_pool_is_red(
+        board, browser, floor, live_server, command, run):
+    """docs/operations/caller-ids.md, "Watched": a tile per pool, its numbers active, at their cap
+    and flagged, the calls they may still present today and the campaigns presenting from it; a
+    pool a campaign presents from with no active number is red (its leads are passed over)."""
+    for number in ("+19195550100", "+19195550101"):
+        assert command("caller-ids", "add", number, "--pool", "raleigh").exit_code == 0
+    run(operations.update, "home_loan", {"caller_id_pool": "raleigh"}, DEFAULT_NOW, "cli")
+    board()
+    wait_for(browser, lambda: page_pools(browser).get("raleigh") == {
+        "level": "green", "caller_ids": "2 active · 0 at their cap · 0 flagged",
+        "headroom_today": "today 150 of 150 calls left · home_loan"})
+    assert page_pools(browser)["default"] == {
+        "level": "red", "caller_ids": "0 active · 0 at their cap · 0 flagged",
+        "headroom_today": "today 0 of 0 calls left: NO ACTIVE NUMBER · credit_card"}, "credit_card's pool is the floor's default"
+    assert command("caller-ids", "flag", "+19195550100", "--note", "Spam Likely on one carrier").exit_code == 0
+    wait_for(browser, lambda: page_pools(browser)["raleigh"] == {
+        "level": "green", "caller_ids": "1 active · 0 at their cap · 1 flagged",
+        "headroom_today": "today 75 of 75 calls left · home_loan"})
+    assert command("caller-ids", "flag", "+19195550101").exit_code == 0
+    wait_for(browser, lambda: page_pools(browser)["raleigh"]["level"] == "red")
+    assert page_pools(browser)["raleigh"]["headroom_today"] == "today 0 of 0 calls left: NO ACTIVE NUMBER · home_loan"
 
 
 @pytest.mark.parametrize("width, height", [(1366, 768), (3840, 2160)])

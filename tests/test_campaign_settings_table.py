@@ -20,6 +20,8 @@ EVERY_SETTING = {
     "outcome_retries": {"busy": {"delay_seconds": 900}}, "obey_calling_window": True,
     "calling_window_start": "08:00", "calling_window_end": "20:00", "personal_callback_fallback_minutes": "never",
     "phone_default_region": "GB", "predictive": False, "consent_required": "automated",
+    "caller_id_pool": "raleigh", "caller_id_match": ["area_code", "pool"], "caller_id_fallback": "default",
+    "caller_id_default": "+19195550100", "caller_id_sticky": True,
 }
 
 
@@ -48,5 +50,5 @@ def test_every_setting_stored_read_and_answered_comes_back_as_it_was_set():
 
 def test_a_setting_a_later_release_stored_is_left_alone():
     """Hosts upgrade one at a time: a release reads settings a later one stored without failing."""
-    values, calendar, predictive = campaign_settings.overrides({"max_tries": 3, "caller_id_pool": "east"}, FLOOR)
+    values, calendar, predictive = campaign_settings.overrides({"max_tries": 3, "recording_disclosure": "east"}, FLOOR)
     assert values == {"max_tries": 3} and calendar is None and predictive is True

@@ -22,7 +22,7 @@ from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules.compliance import do_not_call
 from dialerapi.rules.config import dialer as dialer_config
-from dialerapi.rules.dialing import claims
+from dialerapi.rules.dialing import candidates, claims
 from dialerapi.rules.leads import transitions
 
 NOW = datetime(2026, 11, 21, 10, 0, 0)
@@ -54,8 +54,8 @@ def grid(sql):
 
 @pytest.fixture(autouse=True)
 def no_memory(monkeypatch):
-    """Each test starts with no form_type read zone by zone (claims._by_zone)."""
-    monkeypatch.setattr(claims, "_by_zone", {})
+    """Each test starts with no form_type read zone by zone (candidates._by_zone)."""
+    monkeypatch.setattr(candidates, "_by_zone", {})
 
 
 @pytest.mark.parametrize("callbacks_open", [True, False])
@@ -67,23 +67,23 @@ def test_the_candidates_are_every_due_unlisted_unreserved_lead_in_claim_order(sq
     config = replace(config, outbound_obey_work_hours=not callbacks_open, work_start=time(11), work_end=time(12))
     zones = None if read == "window off" else (0, ZONE)
     if read == "zone by zone":
-        monkeypatch.setattr(claims, "_by_zone", {"grid": (0, ZONE)})
+        monkeypatch.setattr(candidates, "_by_zone", {"grid": (0, ZONE)})
     expected = sorted((row for row in grid if transitions.is_due(row, NOW, config) and not row["do_not_call"]),
                       key=claim_order_key)
     assert expected and {row["dial_status"] for row in expected} == set(CLAIM_ORDER) - ({"Callback"} - (
         {"Callback"} if callbacks_open else set()))
-    ids, complete = claims._candidates(sql.conn, [("grid", [])], NOW, config, len(grid), zones)
+    ids, complete = candidates.due(sql.conn, [("grid", [])], NOW, config, len(grid), zones)
     assert complete
     assert ids == [row["id"] for row in expected]
 
 
 @pytest.mark.parametrize("by_zone", [{}, {"grid": (0, ZONE)}])
 def test_a_read_cut_at_its_window_says_so(sql, grid, monkeypatch, by_zone):
-    monkeypatch.setattr(claims, "_by_zone", by_zone)
+    monkeypatch.setattr(candidates, "_by_zone", by_zone)
     config = dialer_config.load_config(sql.conn)
     expected = sorted((row for row in grid if transitions.is_due(row, NOW, config) and not row["do_not_call"]),
                       key=claim_order_key)
-    ids, complete = claims._candidates(sql.conn, [("grid", [])], NOW, config, 3, (0, ZONE))
+    ids, complete = candidates.due(sql.conn, [("grid", [])], NOW, config, 3, (0, ZONE))
     assert len(ids) >= 3 and not complete
     assert ids == [row["id"] for row in expected][:len(ids)]
 
@@ -155,7 +155,7 @@ def test_a_thousand_listed_leads_due_first_cost_the_claim_nothing(app, crowd, ru
 def test_leads_of_several_open_zones_are_claimed_in_due_order(client, auth, floor_agent, sql, run):
     """At 15:10 UTC Kolkata (20:40), New York (10:10) and Chicago (09:10) are open, Los Angeles is not:
     the first claim finds a sleeping lead first in due order, and four lawful ones after it in its
-    window, enough to take them in due order without reading home_loan zone by zone (claims._enough,
+    window, enough to take them in due order without reading home_loan zone by zone (candidates._enough,
     issue #68); LA's leads are never claimed."""
     floor_agent()
     sql("UPDATE sales_dialer_config SET obey_calling_window = 1")
@@ -190,7 +190,7 @@ def test_a_form_type_read_zone_by_zone_and_one_read_in_due_order_share_a_stateme
     noon_in_kolkata = datetime(2026, 11, 23, 12, 0, tzinfo=ZoneInfo("Asia/Kolkata"))
     got = [claim_at(app, noon_in_kolkata) for _ in range(5)]
     assert [oli_id for oli_id, _ in got] == ["CAR-0", "CAR-1", "CAR-2", "IN", None]
-    assert list(claims._by_zone) == ["home_loan"]
+    assert list(candidates._by_zone) == ["home_loan"]
     assert max(reads for _, reads in got) < 200, got
 
 

@@ -241,9 +241,9 @@ def test_a_claim_retried_with_its_request_id_reserves_nothing_more(call, floor, 
 
 def test_an_empty_claim_retried_stays_empty_and_a_refusal_is_decided_anew(call, floor, sql):
     sql("UPDATE sales_master SET dial_status = 'Received'")
-    assert claim(call) == (200, {"ok": True, "lead": None})
+    assert claim(call) == (200, {"ok": True, "lead": None, "caller_id": None})
     sql("UPDATE sales_master SET dial_status = 'Pending'")
-    assert claim(call) == (200, {"ok": True, "lead": None}), "a retry answers as the first time"
+    assert claim(call) == (200, {"ok": True, "lead": None, "caller_id": None}), "a retry answers as the first time"
     sql("UPDATE sales_dialer_config SET isMaintainance = 1")
     assert claim(call, request_id="r-2") == (409, {"ok": False, "error": "maintenance"})
     sql("UPDATE sales_dialer_config SET isMaintainance = 0")

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 
-from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, add_contact_attempts, aware
+from conftest import DEFAULT_NOW, ENGINE_SECRET, ROOT, add_contact_attempts, aware, set_presented
 
 RESERVATION = "8d1c2f0e-0000-4000-8000-00000000000a"
 STARTED = "2026-11-21 09:59:30"
@@ -70,6 +70,16 @@ def number_in_call(sql):
     sql("UPDATE sales_master SET phone_number = '919876543210', phone_e164 = 919876543210 WHERE oli_id = 'L'")
 
 
+def caller_ids_exhausted(sql):
+    """The floor's one caller ID presented its daily cap today (docs/operations/caller-ids.md)."""
+    sql("INSERT INTO dialerapi_caller_ids (number, country, area_prefix, regions, daily_cap, presented_day,"
+        " presented_today, created_at_utc, updated_at_utc, updated_by) VALUES (19195550100, 'US', '1919', 'US,US-NC',"
+        " 1, %s, 1, %s, %s, 'cli')", DEFAULT_NOW.date(), DEFAULT_NOW, DEFAULT_NOW)
+    sql("INSERT INTO dialerapi_caller_id_pools (pool, caller_id, number, area_prefix, region, daily_cap)"
+        " SELECT 'default', id, number, area_prefix, 'US-NC', daily_cap FROM dialerapi_caller_ids")
+    set_presented(sql, 19195550100, 1)
+
+
 def campaign(state="active", **settings):
     """home_loan a campaign (issue #67) in `state` with `settings`, as `dialerapi campaigns` stores it."""
     def arrange(sql):
@@ -124,6 +134,8 @@ CASES = {
                                                                claim("redial", agent_id=501, oli_id="B")),
     ("claim", "redial", 409, "not_claimable", "number_in_call"): (number_in_call,
                                                                   claim("redial", agent_id=501, oli_id="B")),
+    ("claim", "redial", 409, "not_claimable", "caller_id_exhausted"): (caller_ids_exhausted,
+                                                                       claim("redial", agent_id=501, oli_id="B")),
     ("claim", "progressive", 409, "not_claimable", "campaign_paused"): (campaign("paused"),
                                                                         claim("progressive", agent_id=501)),
     ("claim", "redial", 409, "not_claimable", "campaign_closed"): (
@@ -132,6 +144,8 @@ CASES = {
     ("claim", "predictive", 409, "not_claimable", "predictive_off"): (campaign(predictive=False),
                                                                       claim("predictive")),
     ("claim", "inbound", 200, "lead", None): (maintenance, claim("inbound", agent_id=501, oli_id="B")),
+    ("claim", "inbound", 200, "null", None): (None, claim("inbound", agent_id=501, phone_number="+1 415 555 9999",
+                                                         dialed_number="+19195550100")),
     ("claim", "inbound", 409, "not_claimable", "do_not_call"): (listed, claim("inbound", agent_id=501, oli_id="B")),
     ("claim", "inbound", 409, "lead_in_flight", None): (None, claim("inbound", agent_id=501, oli_id="L")),
     ("claim", "inbound", 409, "not_claimable", "ami_busy"): (agent("ami_idle", 0),
@@ -220,6 +234,8 @@ def test_each_row_of_the_answer_table_through_gunicorn(live_server, sql, new_lea
         assert [c["form_type"] for c in got.pop("campaigns")] == ["home_loan"] and got == expected
     elif reason == "outside_calling_window":  # with when the window opens (issue #68 item 6)
         assert got.pop("next_at") == "2026-11-21 12:00:00" and got == expected
+    elif reason == "caller_id_exhausted":  # with the pool (tests/test_caller_id_claims.py)
+        assert got.pop("pool") == "default" and got == expected
     elif reason == "contact_cap":  # with the cap and when it frees the number (tests/test_contact_caps.py)
         assert (got.pop("cap"), got.pop("frees_at")) == ("one-a-day", "2026-11-22 09:00:00") and got == expected
     else:

@@ -18,6 +18,7 @@ from test_settle import settle  # noqa: F401 - the fixture: settle(oli_id, outco
 from conftest import DEFAULT_NOW, ROOT, TZ, cli, connect_params, own_number, utc_text
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules.agents import roster
+from dialerapi.rules.caller_ids import numbers
 from dialerapi.rules.campaigns import operations
 from dialerapi.rules.compliance import do_not_call
 from dialerapi.rules.config import dialer as dialer_config
@@ -80,7 +81,7 @@ def test_a_settle_tells_the_crm_the_call_and_the_lead_it_left(settle, live_lead,
             "reservation_id": "R-OLI-1", "started_at": "2026-11-21 09:59:00", "ended_at": "2026-11-21 10:00:00",
             "answered_at": "2026-11-21 09:59:20", "agent_connected_at": "2026-11-21 09:59:21",
             "connect_seconds": 1, "late_connect": False, "hangup_by": "customer", "hangup_cause": "16",
-            "consent": None,
+            "consent": None, "caller_id": None,
             "lead": {"dial_status": "Received", "priority_id": 2, "call_count": 1, "last_dial_result": "ANSWER",
                      "disposeRemark": None, "next_retry_at": None, "callback_scheduled_at": None,
                      "callback_agent_id": None}}}
@@ -450,6 +451,9 @@ def test_the_docs_event_catalogue_is_what_the_service_writes(live_lead, settle, 
     client.patch("/api/campaigns/uk_collections", json={"abandon_period": "24h"}, headers=auth)
     run(operations.pause, "uk_collections", NOW, "cli")
     run(operations.resume, "uk_collections", NOW, "cli")
+    run(numbers.add, "+19195550100", ["raleigh"], NOW, "cli", note="bought 2026-11")
+    for patch in ({"state": "flagged", "note": "Spam Likely"}, {"state": "active", "daily_cap": 50}, {"state": "retired"}):
+        run(numbers.change, "+19195550100", patch, NOW, "crm")
     made = {}
     for event in events_of(feed, limit=1000):
         made.setdefault(event["type"], event)

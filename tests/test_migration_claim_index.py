@@ -16,7 +16,7 @@ from test_migration_dnc import CANDIDATES_0012, NOW, apply_until, roll_back
 from dialerapi.plumbing import migrate
 from dialerapi.plumbing.db import connect, queries
 from dialerapi.rules.config import dialer as dialer_config
-from dialerapi.rules.dialing import claims
+from dialerapi.rules.dialing import candidates
 
 # Each module here takes 8 s or more (setup.cfg `slow`): handed out first in a parallel run.
 # Over 10 s each with its populated floor (issue #63): make faults runs them, not make test.
@@ -107,7 +107,7 @@ def test_0013_on_a_populated_floor_keeps_every_lead_and_the_previous_release_ser
             plan = [row for row in cur.fetchall() if row["table"] == "sales_master"]
         assert [row["key"] for row in plan] == [index] and "filesort" not in str(plan[0]["Extra"]), plan
     for zones in (None, (0, 1)):
-        ids, _ = claims._candidates(conn, [("home_loan", [])], NOW, config, 5, zones)
+        ids, _ = candidates.due(conn, [("home_loan", [])], NOW, config, 5, zones)
         assert ids[:5] == [row["id"] for row in before][:5]
 
 

@@ -93,7 +93,9 @@ def test_the_claim_request_is_described_mode_by_mode(client):
     required = {mode: set(schemas[ref.rsplit("/", 1)[1]]["required"]) for mode, ref in mapping.items()}
     assert required == {"progressive": {"mode", "request_id", "agent_id"}, "predictive": {"mode", "request_id"},
                         "redial": {"mode", "request_id", "agent_id", "oli_id"},
-                        "inbound": {"mode", "request_id", "agent_id", "oli_id"}}
+                        "inbound": {"mode", "request_id", "agent_id"}}
+    inbound = schemas[mapping["inbound"].rsplit("/", 1)[1]]["properties"]
+    assert {"oli_id", "phone_number", "dialed_number"} <= set(inbound), "a named lead, or a return call"
     for mode, ref in mapping.items():
         described = schemas[ref.rsplit("/", 1)[1]]
         assert mode in described["properties"]["mode"]["enum"] and described["additionalProperties"] is False

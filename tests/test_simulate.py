@@ -111,6 +111,38 @@ def test_a_campaign_with_contact_caps_never_dials_a_number_past_its_cap_and_says
 
 
 @pytest.mark.long
+def test_a_scenarios_pools_hold_their_cap_and_the_report_sizes_them(database_url, sql):
+    """docs/simulator.md "Caller IDs": two numbers of cap 5 for New York, Chicago and Indian leads
+    (area code, pool): no number presents past its cap, the report counts the calls per match tier,
+    the calls the exhausted pool refused (the same seed without the pools) and the numbers each
+    area code would need."""
+    scenario = sim.load_scenario(None, **{**SMALL, "leads": 80, "hours": 1.0}, seed=3,
+                                 phone_zones={"US-Eastern": 1, "US-Central": 1, "IN": 1},
+                                 caller_ids={"default": {"+1 212": 1, "+1 312": 1}}, caller_id_daily_cap=5,
+                                 obey_calling_window=False)
+    report = sim.replicate(database_url, scenario, keep=True)
+    schemas = [row["Database"] for row in schemas_left(sql, database_url)]
+    try:
+        [pooled] = [name for name in schemas if sql(f"SELECT COUNT(*) AS n FROM `{name}`.dialerapi_caller_ids")[0]["n"]]
+        per_number = {row["caller_id"]: row["n"] for row in sql(
+            f"SELECT caller_id, COUNT(*) AS n FROM `{pooled}`.sales_call_attempts"
+            " WHERE result <> 'ORIGINATE_FAILED' GROUP BY caller_id")}
+        assert set(per_number) == {12125000000, 13125000000} and max(per_number.values()) <= 5, per_number
+        figures = report["caller_ids"]
+        run = report["runs"][0]
+        assert sum(figures["presented"].values()) == sum(run["caller_id_matches"].values()) == run["kpis"]["calls"]
+        assert set(figures["presented"]) <= {"area_code", "pool"} and figures["presented"]["area_code"] > 0
+        cost = report["caps_cost"]
+        assert figures["calls_refused"] == cost["prevented_calls"]["mean"] > 0
+        assert figures["numbers"] == {"+1 212": 1, "+1 312": 1}
+        assert figures["numbers_needed"]["+1 212"] >= 1 and figures["numbers_needed"]["+1 312"] >= 1
+        assert "calls an exhausted pool refused" in summary(report)
+    finally:
+        for name in schemas:
+            sql(f"DROP DATABASE `{name}`")
+
+
+@pytest.mark.long
 def test_a_sunday_with_louisianas_rule_on_dials_no_louisiana_number_and_says_what_it_cost(database_url, sql):
     """Issue #68 item 8: leads in Louisiana and Texas on a Sunday, the us-la row on: no Louisiana
     number is dialed, Texas ones are, and the report plays the same seed without the rule and gives
@@ -172,6 +204,10 @@ def test_campaigns_in_a_scenario_keep_their_calendars_and_are_reported_against_t
     ({"contact_caps": [{"name": "x", "max": 3, "per": "24h", "region": "US-ZZ"}]}, "--region US-ZZ"),
     ({"retries": {"answered": {"delay": "5m"}}}, "retries"),
     ({"retries": {"busy": {"delay": "soon"}}}, "delay is a number and a unit"),
+    ({"caller_ids": {"New York": {"+1 212": 4}}}, "a pool's name is 1-64 lower-case letters"),
+    ({"caller_ids": {"nyc": {"+44 20": 4}}}, 'a US area code, "+1 212"'),
+    ({"caller_ids": {"nyc": {"+1 212": 101}}}, "caller_ids"),
+    ({"dialer": {"caller_id_daily_cap": 0}}, "caller_id_daily_cap"),
 ])
 def test_a_bad_cap_or_retry_in_a_scenario_is_refused_naming_it(values, message):
     with pytest.raises(ValidationError) as refused:

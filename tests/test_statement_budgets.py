@@ -15,10 +15,16 @@ first connection), then is measured on a lead of the same kind. The clock is the
 import pytest
 
 from conftest import DEFAULT_NOW, own_number
+from dialerapi.rules.caller_ids import numbers
 
 # The budgets: statements (each query, BEGIN, COMMIT, ROLLBACK) of one request.
 PUSH_500 = {"inserted": 7, "updated": 6}
 CLAIM = {"progressive": 16, "predictive": 15, "redial": 16, "inbound": 12}
+# With caller IDs on the floor (docs/operations/caller-ids.md, "What it costs"): the same statements,
+# the candidates read with the campaign's state and the count written with the lead's leaving the
+# claim gate; an inbound call presents none. An originate failure gives its count back.
+CLAIM_WITH_CALLER_IDS = CLAIM
+SETTLE_WITH_CALLER_IDS = {"no_answer": 14, "originate_failed": 18}
 # An originate failure takes back the contact attempt the claim recorded (docs/compliance/contact-caps.md).
 SETTLE = {"answered": 14, "no_answer": 14, "busy": 14, "congestion": 14, "machine": 14, "rejected": 14,
           "cancelled": 14, "abandoned": 14, "originate_failed": 17}
@@ -73,8 +79,16 @@ def claim_body(mode, oli_id):
             "inbound": {"agent_id": 501, "oli_id": oli_id}}[mode]
 
 
+def with_caller_ids(run):
+    run(numbers.add, "+919845000001", ["default"], DEFAULT_NOW, "cli")
+    run(numbers.add, "+919845000002", ["default"], DEFAULT_NOW, "cli")
+
+
+@pytest.mark.parametrize("caller_ids", [False, True], ids=["no caller IDs", "caller IDs"])
 @pytest.mark.parametrize("mode", sorted(CLAIM))
-def test_a_claim(client, auth, floor, engine, statements_sent, mode):
+def test_a_claim(client, auth, floor, engine, statements_sent, run, mode, caller_ids):
+    if caller_ids:
+        with_caller_ids(run)
     push(client, auth, "C", "claim", 2)
     status, body = engine("claim", mode=mode, **claim_body(mode, "C-000"))
     assert status == 200 and body["lead"]["oli_id"] == "C-000", body
@@ -82,7 +96,9 @@ def test_a_claim(client, auth, floor, engine, statements_sent, mode):
     counted, (status, body) = measured(statements_sent,
                                        lambda: engine("claim", mode=mode, **claim_body(mode, "C-001")))
     assert status == 200 and body["lead"]["oli_id"] == "C-001", body
-    assert counted == CLAIM[mode], f"{counted} statements for a {mode} claim"
+    assert (body["caller_id"] is not None) == (caller_ids and mode != "inbound"), body
+    budget = (CLAIM_WITH_CALLER_IDS if caller_ids else CLAIM)[mode]
+    assert counted == budget, f"{counted} statements for a {mode} claim"
 
 
 @pytest.mark.parametrize("outcome", sorted(SETTLE))
@@ -95,6 +111,19 @@ def test_a_settle(client, auth, floor, engine, statements_sent, outcome):
         counted, (status, body) = measured(statements_sent, lambda: engine("settle", **settle))
         assert status == 200, body
     assert counted == SETTLE[outcome], f"{counted} statements for a settle ({outcome})"
+
+
+@pytest.mark.parametrize("outcome", sorted(SETTLE_WITH_CALLER_IDS))
+def test_a_settle_of_a_call_that_presented_a_caller_id(client, auth, floor, engine, statements_sent, run, outcome):
+    with_caller_ids(run)
+    push(client, auth, "S", "settle", 2)
+    for oli_id in ("S-000", "S-001"):
+        status, body = engine("claim", mode="redial", agent_id=501, oli_id=oli_id)
+        assert status == 200 and body["caller_id"], body
+        settle = {"oli_id": oli_id, "outcome": outcome, "started_at": str(DEFAULT_NOW)}
+        counted, (status, body) = measured(statements_sent, lambda: engine("settle", **settle))
+        assert status == 200, body
+    assert counted == SETTLE_WITH_CALLER_IDS[outcome], f"{counted} statements for a settle ({outcome})"
 
 
 def test_the_floor_state(client, auth, floor, engine, statements_sent):

@@ -12,6 +12,7 @@
     dialerapi bridge OLI_ID  predictive: pick a free skilled agent for an answered call
     dialerapi dnc add|remove|import|export|count   the do-not-call list
     dialerapi caps list|enable|disable|add|remove   contact caps per phone number
+    dialerapi caller-ids add|import|list|show|set|flag|retire   the floor's caller IDs
     dialerapi retries list|set|reset   retries per outcome
     dialerapi leads import FILE   load a CSV, Excel or JSON Lines lead list through the push's rules
     dialerapi floor          the floor per form_type for a pacing engine (agents, calls, leads due, abandons)
@@ -26,7 +27,8 @@
     dialerapi routes         list the HTTP routes (Flask's own commands are here too)
 """
 
-from dialerapi.cli import agents, calling, calls, campaigns, caps, config, db, dnc, leads, report, simulate, webhooks  # noqa: F401 - each module adds its commands to main
+from dialerapi.cli import (  # noqa: F401 - each module adds its commands to main
+    agents, caller_ids, calling, calls, campaigns, caps, config, db, dnc, leads, report, simulate, webhooks)
 from dialerapi.cli.base import main
 
 __all__ = ["main"]

@@ -58,6 +58,10 @@ def main():
     """
 
 
+# The credential the commands' changes are kept and told with (a campaign's, a caller ID's history).
+CHANGED_BY = "cli"
+
+
 def service_now():
     """The service clock's wall-clock reading in DB_TIMEZONE (decisions.md D2)."""
     return clock.now(current_app.config["DB_TIMEZONE"])

@@ -7,13 +7,12 @@ import json
 
 import click
 
-from dialerapi.cli.base import echo_json, main, service_now, service_tz
+from dialerapi.cli.base import CHANGED_BY, echo_json, main, service_now, service_tz
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules.campaigns import operations
 from dialerapi.rules.config import campaign_settings
 from dialerapi.rules.config import dialer as dialer_config
 
-CHANGED_BY = "cli"
 
 
 @main.group("campaigns")

@@ -1,14 +1,16 @@
 """`dialerapi config show|set`: the floor settings of sales_dialer_config that an operator tunes
 without SQL, each checked before it is stored (the abandon limit and how it is counted;
 How long a personal callback waits for its owner; the work hours, so the
-tour can be tried at any hour; the answering-machine false positive share)."""
+tour can be tried at any hour; the answering-machine false positive share; the caller IDs'
+daily cap, default pool and the headroom share /health names a pool under)."""
 
 import click
 from marshmallow import Schema, ValidationError, fields, pre_load, validates_schema
-from marshmallow.validate import OneOf, Range
+from marshmallow.validate import OneOf, Range, Regexp
 
 from dialerapi.cli.base import echo_json, main
 from dialerapi.plumbing.db import get_db, queries
+from dialerapi.rules.caller_ids import numbers
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.config import ranges
 
@@ -28,6 +30,12 @@ class FloorSettingsSchema(Schema):
     work_end = fields.Time(required=True)
     # The share of answering-machine outcomes taken to be live people (Ofcom).
     amd_false_positive_share = fields.Float(required=True, validate=Range(0, 1))
+    # Caller IDs (docs/operations/caller-ids.md): the calls a number without a cap of its own may
+    # present a day, the pool of a campaign that names none, and the share of a pool's headroom
+    # under which /health names it.
+    caller_id_daily_cap = fields.Integer(required=True, validate=Range(1, numbers.MAX_DAILY_CAP))
+    caller_id_default_pool = fields.String(required=True, validate=Regexp(ranges.CALLER_ID_POOL))
+    caller_id_headroom_share = fields.Float(required=True, validate=Range(0, 1))
 
     @validates_schema
     def a_window_that_opens(self, data, **kwargs):
@@ -67,8 +75,10 @@ def config_set(settings):
     (true or false), personal_callback_fallback_minutes (0 to 10080; empty: never), work_start and
     work_end (HH:MM[:SS], wall-clock in DB_TIMEZONE; the window may cross midnight),
     amd_false_positive_share (0 to 1: the share of `machine` outcomes counted as live answers
-    abandoned, docs/compliance/abandon-rate.md). A value out of
-    range is refused, naming the setting, and nothing is stored."""
+    abandoned, docs/compliance/abandon-rate.md), caller_id_daily_cap (1 to 10000 calls a number
+    presents a day), caller_id_default_pool (a pool's name), caller_id_headroom_share (0 to 1;
+    docs/operations/caller-ids.md). A value out of range is refused, naming the setting, and
+    nothing is stored."""
     given = {}
     for setting in settings:
         name, sep, value = setting.partition("=")

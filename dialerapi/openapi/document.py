@@ -11,6 +11,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
 from dialerapi.openapi import board_responses, responses
+from dialerapi.openapi import caller_ids as caller_id_document
 from dialerapi.openapi import campaigns as campaign_document
 from dialerapi.openapi import dnc as dnc_document
 from dialerapi.rules.config.campaign_settings import CampaignSettingsSchema
@@ -219,7 +220,7 @@ ENGINE_COMMON = {
 }
 REUSED = _error("A request_id (or call_id) sent again with another body", "idempotency_conflict")
 CLAIM_MODES = {"progressive": "ProgressiveClaimRequest", "predictive": "PredictiveClaimRequest",
-               "redial": "NamedClaimRequest", "inbound": "NamedClaimRequest"}
+               "redial": "NamedClaimRequest", "inbound": "InboundClaimRequest"}
 CLAIM_REQUEST = {
     "oneOf": [{"$ref": f"#/components/schemas/{name}"} for name in dict.fromkeys(CLAIM_MODES.values())],
     "discriminator": {"propertyName": "mode",
@@ -241,7 +242,8 @@ OPERATIONS.update({
         "progressive: the next due lead for `agent_id` (due Callback, Pending, Abandoned, Not Connected); "
         "predictive: one for the skills of whoever is free (then /engine/bridge); redial and inbound: "
         "`oli_id` for `agent_id` (reopens Received, Rejected and Disposed). The lead becomes Calling and "
-        "reserved. Sent again with the same `request_id`, it answers the same lead and reserves nothing more. "
+        "reserved; `caller_id` is the number the call presents once the floor has caller IDs (docs/operations/"
+        "caller-ids.md). Sent again with the same `request_id`, it answers the same lead and reserves nothing more. "
         "`lead: null` means that no lead the claim may take is due and unreserved; every other refusal is a 409 "
         "that says why (docs/engine/api.md, \"The engine API\", the error table mode by mode).",
         CLAIM_REQUEST, {"mode": "progressive", "agent_id": 501, "request_id": "c-7f3a-0001"},
@@ -256,7 +258,9 @@ OPERATIONS.update({
                                  "`cap` and `frees_at`), number_in_call (redial: the phone number is live through "
                                  "another lead, `oli_id_in_call`), a calling rule's reason (redial: emergency, "
                                  "state_holiday, state_sunday, state_hours, with `rule`, `source`, `note` and "
-                                 "`next_at`; outside_calling_window carries `next_at` too) or abandon_limit (predictive: the form_type's abandon rate is at its "
+                                 "`next_at`; outside_calling_window carries `next_at` too), caller_id_exhausted (redial: no caller ID "
+                                 "of the campaign's `pool` may present the call) or abandon_limit (predictive: the "
+                                 "form_type's abandon rate is at its "
                                  "limit, with the figures in `abandons`); `lead_in_flight` (redial, inbound); "
                                  "`idempotency_conflict`",
                         {"ok": False, "error": "not_claimable", "reason": "ami_busy"})},
@@ -317,6 +321,7 @@ OPERATIONS["/api/master"] = {"post": {**OPERATIONS["/api/leads"]["post"], "summa
 OPERATIONS["/api/health"] = {"get": {**OPERATIONS["/health"]["get"], "summary": "Same as /health"}}
 OPERATIONS.update(campaign_document.operations(_json, _error, WRITES, LIMITED, COMMON, SECURITY, SUPERVISOR_SECURITY))
 OPERATIONS.update(dnc_document.operations(_json, _error, WRITES, LIMITED, COMMON))
+OPERATIONS.update(caller_id_document.operations(_json, _error, WRITES, LIMITED, COMMON, SECURITY, SUPERVISOR_SECURITY))
 
 SCHEMAS = {
     "Lead": crm_schemas.LeadSchema, "LeadBatch": crm_schemas.LeadBatchSchema,
@@ -336,18 +341,22 @@ SCHEMAS = {
     "AgentReportResponse": board_responses.AgentReportResponseSchema,
     "HealthzResponse": responses.HealthzResponseSchema, "HealthResponse": responses.HealthResponseSchema,
     "ProgressiveClaimRequest": engine_schemas.ProgressiveClaimSchema, "PredictiveClaimRequest": engine_schemas.PredictiveClaimSchema,
-    "NamedClaimRequest": engine_schemas.NamedClaimSchema, "EngineBridgeRequest": engine_schemas.EngineBridgeSchema,
+    "NamedClaimRequest": engine_schemas.NamedClaimSchema, "InboundClaimRequest": engine_schemas.InboundClaimSchema,
+    "EngineBridgeRequest": engine_schemas.EngineBridgeSchema,
     "EngineCallConnectedRequest": engine_schemas.EngineCallConnectedSchema, "EngineSettleRequest": engine_schemas.EngineSettleSchema,
     "EngineAgentStateRequest": engine_schemas.EngineAgentStateSchema,
     "EngineFloorRequest": engine_schemas.EngineFloorSchema, "EngineFloorResponse": responses.EngineFloorResponseSchema, "EngineClaimResponse": responses.EngineClaimResponseSchema,
     "EngineBridgeResponse": responses.EngineBridgeResponseSchema, "EngineCallConnectedResponse": responses.EngineCallConnectedResponseSchema,
     "EngineSettleResponse": responses.EngineSettleResponseSchema, "EngineAgentStateResponse": responses.EngineAgentStateResponseSchema,
     **campaign_document.SCHEMAS, "CampaignSettings": CampaignSettingsSchema, **dnc_document.SCHEMAS,
+    **caller_id_document.SCHEMAS,
 }
 
 # What a body's schema says beside its fields (the document is the contract): exactly one
 # of two fields, which the schemas' own validators check.
 BODY_RULES = {
+    "InboundClaimRequest": {"oneOf": [{"required": ["oli_id"], "not": {"required": ["dialed_number"]}},
+                                      {"required": ["phone_number"], "not": {"required": ["oli_id"]}}]},
     "SendCallbackRequest": {"oneOf": [{"required": ["scheduledAt"]}, {"required": ["ScheduledAt"]}]},
     "AgentTokenRequest": {"oneOf": [{"required": ["agentId"]}, {"required": ["extension"]}]},
 }

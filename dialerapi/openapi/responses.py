@@ -5,6 +5,7 @@ only: the service builds its answers as dicts). Request bodies are the sides' ow
 from marshmallow import Schema, fields
 from marshmallow.validate import OneOf
 
+from dialerapi.openapi import caller_ids as caller_id_document
 from dialerapi.openapi.campaigns import CampaignStatusSchema
 from dialerapi.openapi.lead_responses import WALL, ResultCallSchema, ResultLeadSchema
 from dialerapi.rules.compliance.claim_checks import HELD_REASONS
@@ -251,11 +252,21 @@ class EngineLeadSchema(Schema):
         "description": "When the reservation was made, wall-clock DB_TIMEZONE; its lease runs from here"})
 
 
+class ClaimCallerIdSchema(Schema):
+    number = fields.String(required=True, metadata={"example": "+19195550100", "description": "E.164: present it"})
+    pool = fields.String(required=True, metadata={"description": "The campaign's pool"})
+    match = fields.String(required=True, metadata={
+        "description": "area_code, state, pool, sticky (the number the lead last saw) or default"})
+
+
 class EngineClaimResponseSchema(Schema):
     ok = fields.Boolean(required=True)
     lead = fields.Nested(EngineLeadSchema, required=True, allow_none=True, metadata={
         "description": "The reserved lead (Calling, isReserved 1), or null: no lead the claim may take is due "
                        "and unreserved"})
+    caller_id = fields.Nested(ClaimCallerIdSchema, allow_none=True, metadata={
+        "description": "The caller ID the call presents (docs/operations/caller-ids.md); null while the floor has "
+                       "no caller IDs, for an inbound call, and with no lead"})
 
 
 class EngineBridgeResponseSchema(Schema):
@@ -349,6 +360,8 @@ class FloorFormTypeSchema(Schema):
     leads_held = fields.Nested(FloorLeadsHeldSchema, required=True, metadata={
         "description": "Leads each rule holds back, per reason, as counted at leads_held_counted_at ("
                        "docs/compliance/state-rules.md)"})
+    caller_id = fields.Nested(caller_id_document.FloorCallerIdSchema, required=True, allow_none=True, metadata={
+        "description": "Its caller-ID pool today: pace down before it runs dry (null without caller IDs)"})
 
 
 class FloorWorkWindowSchema(Schema):
@@ -376,6 +389,8 @@ class EngineFloorResponseSchema(Schema):
     floor_abandons = fields.Nested(AbandonWindowsSchema, required=True, metadata={
         "description": "The abandon windows summed over the form_types answered"})
     form_types = fields.List(fields.Nested(FloorFormTypeSchema), required=True)
+    caller_id_pools = fields.List(fields.Nested(caller_id_document.CallerIdPoolSchema), required=True, metadata={
+        "description": "The floor's caller-ID pools today (docs/operations/caller-ids.md); [] without caller IDs"})
 
 
 class AgentTokenResponseSchema(Schema):

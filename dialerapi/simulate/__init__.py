@@ -23,6 +23,7 @@ from dialerapi.plumbing.limits import limiter
 from dialerapi.rules.compliance import abandons, contact_caps
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.leads import transitions
+from dialerapi.simulate import caller_ids as sim_caller_ids
 from dialerapi.simulate.floor import Floor
 from dialerapi.simulate.report import combine, run_result
 from dialerapi.simulate.sandbox import SandboxError, sandbox
@@ -80,6 +81,7 @@ def _database_counts(conn, now, first_day):
         "abandon_days": service_days,
         # The times a claim held a lead for a contact cap.
         "held_by_caps": sum(row["leads_held"] for row in contact_caps.report(conn, first_day, now.date())),
+        "calls_by_area_code": sim_caller_ids.calls_by_area_code(conn),
     }
 
 
@@ -87,16 +89,18 @@ def replicate(database_url, scenario, *, keep=False, done=None, jobs=1):
     """`scenario.replications` runs of `scenario`, seeds scenario.seed, +1, ...; returns
     report.combine's report. `done(run)` is called with each run's figures as it ends.
 
-    A scenario with contact caps or retries per outcome, or calling rules,
-    is played twice per seed, with them and without, and the report's "caps_cost" says what they
-    cost: calls, leads contacted and the contact rate each way, and the calls they prevented.
+    A scenario with contact caps or retries per outcome, calling rules or caller-ID pools, is
+    played twice per seed, with them and without, and the report's "caps_cost" says what they
+    cost: calls, leads contacted and the contact rate each way, and the calls they prevented; with
+    pools, "caller_ids" (simulate.caller_ids.report).
 
     `jobs`: how many runs play at once, each in a process of its own (and, as always, a
     schema of its own). Each run depends on its seed alone, so the report is the one `jobs=1` gives
     for the same seeds, whatever order the runs end in."""
     seeded = [replace(scenario, seed=scenario.seed + k) for k in range(scenario.replications)]
-    plays = seeded + ([replace(play, contact_caps=[], retries={}, calling_rules=[]) for play in seeded]
-                      if scenario.contact_caps or scenario.retries or scenario.calling_rules else [])
+    plays = seeded + ([replace(play, contact_caps=[], retries={}, calling_rules=[], caller_ids={}) for play in seeded]
+                      if scenario.contact_caps or scenario.retries or scenario.calling_rules or scenario.caller_ids
+                      else [])
     if min(jobs, len(plays)) <= 1:
         results = []
         for play in plays:

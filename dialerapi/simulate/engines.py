@@ -24,6 +24,7 @@ class Claimed:
     form_type: str
     previous_dial_status: str
     callback_scheduled_at: object  # naive DB_TIMEZONE datetime or None
+    caller_id: dict | None = None  # {number, pool, match} the call presents
 
 
 class LibraryEngine:
@@ -49,8 +50,8 @@ class LibraryEngine:
             row = self.db.run(work, *args, **kwargs)
         except claims.NotClaimable as refusal:
             return None, refusal.reason
-        return (row and Claimed(row["oli_id"], row["form_type"], row["previous_dial_status"],
-                                row["callback_scheduled_at"])), None
+        return (row and self.floor.presented(Claimed(row["oli_id"], row["form_type"], row["previous_dial_status"],
+                                                     row["callback_scheduled_at"], row["caller_id_choice"]))), None
 
     def claim(self, agent_id):
         return self._claimed(self._claim_and_dial, agent_id)
@@ -119,8 +120,8 @@ class HttpEngine:
         if lead is None:
             return None, None
         due = lead["callback_scheduled_at"]
-        return Claimed(lead["oli_id"], lead["form_type"], lead["previous_dial_status"],
-                       due and clock.parse_wall_clock(due, self.floor.tz)), None
+        return self.floor.presented(Claimed(lead["oli_id"], lead["form_type"], lead["previous_dial_status"],
+                                            due and clock.parse_wall_clock(due, self.floor.tz), answer["caller_id"])), None
 
     def claim(self, agent_id):
         claimed, refusal = self._claimed({"mode": "progressive", "agent_id": agent_id})

@@ -44,6 +44,7 @@ from dialerapi.simulate.calls import CallLife
 from dialerapi.simulate.crm import CrmFilings
 from dialerapi.simulate.engines import ENGINES
 from dialerapi.simulate.pacing import ADAPT_SECONDS, Pacing
+from dialerapi.simulate import caller_ids as sim_caller_ids
 from dialerapi.simulate.scenario import PHONE_ZONES
 from dialerapi.upkeep.jobs import BLOCKING_SECONDS, SWEEP_SECONDS
 
@@ -106,6 +107,8 @@ class Floor(Pacing, CrmFilings, CallLife):
         self.contacted = set()  # oli_ids whose customer reached an agent at least once
         self.count = Counter()
         self.outcomes = Counter()
+        # The calls presented per caller-ID match tier (simulate.caller_ids).
+        self.caller_id_matches = Counter()
         self.waits = []
         self.callback_lateness = {"personal": [], "ordinary": []}  # seconds after the effective due moment
         self.callback_owners = {}  # oli_id -> the agent a filed callback names, None for anyone
@@ -221,9 +224,17 @@ class Floor(Pacing, CrmFilings, CallLife):
         for start in range(0, len(leads), PUSH_BATCH):
             self.http("/api/leads", {"leads": leads[start:start + PUSH_BATCH]}, expect=(201,))
 
+    def presented(self, claimed):
+        """Count the caller ID of `claimed` (an engines.Claimed) by its match tier; return it."""
+        if claimed.caller_id is not None:
+            self.caller_id_matches[claimed.caller_id["match"]] += 1
+        return claimed
+
     def _caps_and_retries(self, conn):
         """The scenario's contact caps, enabled, and its retries per outcome; its
-        campaigns, set as `dialerapi campaigns set` sets them; its calling rules, on."""
+        campaigns, set as `dialerapi campaigns set` sets them; its calling rules, on; its
+        caller-ID pools, added."""
+        sim_caller_ids.add(conn, self.scenario.caller_ids, self.now)
         for form_type, settings in self.scenario.campaigns.items():
             operations.update(conn, form_type, settings, self.now, "simulator")
         for cap in self.scenario.contact_caps:

@@ -14,6 +14,7 @@ from pathlib import Path
 from scipy import stats
 
 from dialerapi.rules.compliance import abandons
+from dialerapi.simulate import caller_ids as sim_caller_ids
 
 STATES = ("ringing", "talk", "wrap", "idle", "blocked")
 SHARES = ("abandon_rate", "days_over_limit", "hung_up_waiting_rate", "waited_share", "occupancy", "late_filing_share",
@@ -82,6 +83,8 @@ def run_result(floor, database):
                     **{f"{state}_minutes": round(agent.seconds[state] / 60, 1) for state in STATES}}
                    for agent in floor.agents.values()],
         "dial_status": [{"at": f"{moment:%Y-%m-%d %H:%M:%S}", **counts} for moment, counts in floor.snapshots],
+        "caller_id_matches": dict(sorted(floor.caller_id_matches.items())),
+        "calls_by_area_code": database["calls_by_area_code"],
     }
 
 
@@ -183,6 +186,7 @@ def combine(scenario, runs, without=()):
                    for agent_rows in zip(*(run["agents"] for run in runs))],
         "runs": runs,
         **({"caps_cost": caps_cost(runs, without)} if without else {}),
+        **({"caller_ids": sim_caller_ids.report(scenario, runs, without)} if scenario.caller_ids else {}),
     }
 
 
@@ -252,13 +256,16 @@ def summary(report):
         cost = report["caps_cost"]
         kinds = [name for name, on in (("contact caps", scenario.get("contact_caps")),
                                        ("retries per outcome", scenario.get("retries")),
-                                       ("calling rules", scenario.get("calling_rules"))) if on]
+                                       ("calling rules", scenario.get("calling_rules")),
+                                       ("caller-ID pools", scenario.get("caller_ids"))) if on]
         held = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
         lines += ["", f"{held}, the same seeds with and without them:",
                   f"{'figure':<34}{'with':>12}{'without':>12}"]
         lines += [f"{name:<34}{cost[name]['with']['mean']:>12g}{cost[name]['without']['mean']:>12g}"
                   for name in COST_FIGURES]
         lines.append(f"{'prevented_calls':<34}{cost['prevented_calls']['mean']:>12g}")
+    if "caller_ids" in report:
+        lines += [""] + sim_caller_ids.summary_lines(report["caller_ids"])
     first = report["runs"][0]
     lines += ["", f"first run (seed {first['seed']}):", f"{'final status':<26}{'leads':>12}"]
     lines += [f"{status:<26}{n:>12}" for status, n in first["final_status"].items()]

@@ -10,16 +10,19 @@ import json
 import math
 import tomllib
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import date, time
 from pathlib import Path
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validates_schema
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
+from dialerapi.rules.caller_ids import numbers
 from dialerapi.rules.campaigns import operations as campaigns
 from dialerapi.rules.compliance import contact_caps, state_table
 from dialerapi.rules.config import campaign_settings, ranges
 from dialerapi.rules.core.vocabulary import OUTCOMES, RETRY_OUTCOMES
+from dialerapi.simulate import caller_ids as sim_caller_ids
 
 MODES = ("progressive", "predictive")
 PACING_RULES = ("ratio", "abandon", "rate")
@@ -129,6 +132,8 @@ class DialerSchema(Schema):
     abandon_period = fields.String(validate=OneOf(ranges.ABANDON_PERIODS), load_default="30d")
     abandon_min_answered = fields.Integer(validate=Range(0, 1_000_000), load_default=50)
     abandon_connect_seconds = fields.Integer(validate=Range(1, 30), load_default=2)
+    # The calls a caller ID may present a day (the floor's caller_id_daily_cap).
+    caller_id_daily_cap = fields.Integer(validate=Range(1, numbers.MAX_DAILY_CAP), load_default=75)
 
 
 class ScenarioSchema(Schema):
@@ -182,6 +187,16 @@ class ScenarioSchema(Schema):
     campaigns = fields.Dict(keys=fields.String(validate=Length(1, 64)), values=fields.Raw(), validate=Length(0, 50),
                             load_default=dict)
     # The rows of the state calling rules' table to switch on (`dialerapi rules enable`).
+    # The floor's caller-ID pools, {pool: {NANP area code ("+1 212"): numbers}}: the run adds them
+    # (docs/simulator.md, "Caller IDs").
+    caller_ids = fields.Dict(
+        keys=fields.String(validate=Regexp(ranges.CALLER_ID_POOL, error="a pool's name is 1-64 lower-case letters, "
+                                                                        "digits, - and _")),
+        values=fields.Dict(keys=fields.String(validate=Regexp(sim_caller_ids.AREA_CODE,
+                                                              error='a US area code, "+1 212"')),
+                           values=fields.Integer(validate=Range(1, sim_caller_ids.MAX_PER_AREA_CODE)),
+                           validate=Length(1, 100)),
+        validate=Length(0, numbers.MAX_POOLS), load_default=dict)
     calling_rules = fields.List(fields.String(validate=OneOf(
         tuple(rule.name for rule in state_table.RULES), error="a calling rule is one of `dialerapi rules list`")),
         validate=Length(0, len(state_table.RULES)), load_default=list)
@@ -326,6 +341,7 @@ class Scenario:
     shared_phone_share: float
     campaigns: dict
     calling_rules: list = ()
+    caller_ids: dict = dataclass_field(default_factory=dict)
 
     def to_json(self):
         """The scenario as plain JSON values, in the file format `load_scenario` reads."""

@@ -17,6 +17,8 @@ import pymysql
 from dialerapi.plumbing import ami, clock, socket_slots
 from dialerapi.plumbing.clock import format_utc
 from dialerapi.plumbing.db import connect, queries
+from dialerapi.rules.caller_ids import pools as caller_id_pools
+from dialerapi.rules.campaigns import operations
 from dialerapi.rules.compliance import calling_rules, claim_checks, do_not_call
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.events import webhooks
@@ -136,7 +138,14 @@ def _metrics(conn, tz):
         "agent_sockets": socket_slots.hosts_report(conn, now, tz),
         **compliance_report(conn, now, tz),
         "webhooks": webhooks_report(conn),
+        "caller_ids": caller_ids_report(conn, now),
     }
+
+
+def caller_ids_report(conn, now):
+    """Caller IDs: {pools: rules.caller_ids.pools.report for every form_type the floor knows}."""
+    config = dialer_config.load_config(conn)
+    return {"pools": caller_id_pools.report(conn, now, config, operations.form_types(conn, config))}
 
 
 def webhooks_check(conn, config, report=None):
@@ -236,6 +245,7 @@ def report(app):
     node = {"node": None, "cluster": None}
     hooks = {"ok": True, "error": "not checked: the database did not answer"}
     fanout = {"ok": True, "error": "not checked: the database did not answer"}
+    caller_ids = {"ok": True, "empty": [], "low": [], "error": "not checked: the database did not answer"}
     started = time.monotonic()
     try:
         conn = connect(config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
@@ -244,13 +254,14 @@ def report(app):
             metrics = _metrics(conn, config["DB_TIMEZONE"])
             hooks = webhooks_check(conn, config)
             fanout = socket_slots.fanout_check(metrics["agent_sockets"], config["SOCKET_FANOUT_ALERT_SECONDS"])
+            caller_ids = caller_id_pools.check(metrics["caller_ids"]["pools"])
         finally:
             conn.close()
         state.record_db(True, latency_ms=round((time.monotonic() - started) * 1000, 2))
     except (pymysql.MySQLError, OSError) as exc:
         state.record_db(False, error=str(exc))
     ami_configured = bool(config["AMI_HOST"])
-    healthy = state.db and (state.ami or not ami_configured) and hooks["ok"] and fanout["ok"]
+    healthy = state.db and (state.ami or not ami_configured) and hooks["ok"] and fanout["ok"] and caller_ids["ok"]
     with state._lock:
         body = {
             "ok": healthy,
@@ -262,6 +273,7 @@ def report(app):
                         "latency_ms": state.ami_latency_ms, "error": state.ami_error},
                 "webhooks": hooks,
                 "agent_sockets": fanout,
+                "caller_ids": caller_ids,
             },
             "metrics": {"uptime_seconds": round(time.monotonic() - state.started), "requests": dict(state.requests),
                         **metrics},

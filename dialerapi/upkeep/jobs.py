@@ -19,6 +19,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, get_db, queries
 from dialerapi.rules.agents import roster, state_history
+from dialerapi.rules.caller_ids import pools as caller_id_pools
 from dialerapi.rules.compliance import abandons, claim_checks, contact_caps
 from dialerapi.rules.config import dialer as dialer_config
 from dialerapi.rules.dialing import crm_actions, engine
@@ -37,6 +38,9 @@ BLOCKING_SECONDS = 10
 PHONE_FACTS_SECONDS = 10
 # The leads each rule holds, per campaign: counted this often for /engine/floor and the board.
 HELD_COUNTS_SECONDS = 60
+# A new day's caller-ID ranks are set this soon after midnight; the claims before read those numbers
+# with a sort (rules.caller_ids.pools.start_day).
+CALLER_ID_DAY_SECONDS = 60
 PRUNE_SECONDS = 3600
 # The agent state history is rolled up per agent and day this often, today's too: a
 # report or a board reads the roll-ups and at most this long (plus state_history.LATE_COMMIT) of history.
@@ -169,6 +173,16 @@ def held_counts_tick(app):
         return run_once_per_tick(db, "held_counts", HELD_COUNTS_SECONDS, now, lambda: db.run(count))
 
 
+def caller_id_day_tick(app):
+    """Rank the caller-ID pools' rows not presented yet today as none today (pools.start_day), in
+    one process per tick; returns how many rows it ranked (all of them once a day, else none)."""
+    with app.app_context():
+        db = get_db()
+        now = clock.now(app.config["DB_TIMEZONE"])
+        return run_once_per_tick(db, "caller_id_day", CALLER_ID_DAY_SECONDS, now,
+                                 lambda: db.run(caller_id_pools.start_day, now))
+
+
 def prune_tick(app):
     """Delete outbox rows older than an hour, engine replies older than a day, abandon counts past
     their use (abandons.prune), contact cap numbers with no attempt in 31 days (contact_caps.prune),
@@ -252,6 +266,10 @@ def init_app(app):
     )
     scheduler.add_job(
         held_counts_tick, "interval", seconds=HELD_COUNTS_SECONDS, args=[app], id="held_counts",
+        replace_existing=True, next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_SECONDS),
+    )
+    scheduler.add_job(
+        caller_id_day_tick, "interval", seconds=CALLER_ID_DAY_SECONDS, args=[app], id="caller_id_day",
         replace_existing=True, next_run_time=datetime.now(timezone.utc) + timedelta(seconds=FIRST_SWEEP_SECONDS),
     )
     scheduler.add_job(

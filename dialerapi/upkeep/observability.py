@@ -26,7 +26,7 @@ from dialerapi.plumbing.db import connect, queries
 from dialerapi.rules.events import webhooks
 from dialerapi.rules.leads import dialstate
 from dialerapi.rules.views import floor
-from dialerapi.upkeep.health import compliance_report
+from dialerapi.upkeep.health import caller_ids_report, compliance_report
 
 access_log = logging.getLogger("dialerapi.access")
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -42,6 +42,9 @@ LEADS_PUSHED = Counter("dialerapi_leads_pushed_total", "Leads pushed, by result"
 SWEEPS = Counter("dialerapi_sweeps_total", "Sweep runs (one per tick across all processes)")
 RESERVATIONS_RELEASED = Counter("dialerapi_reservations_released_total",
                                 "Live reservations released by the sweep because their lease ran out")
+CALLER_IDS_PRESENTED = Counter("dialerapi_caller_id_presented_total",
+                               "Claims answered with a caller ID, by the campaign's pool and how it matched",
+                               ["pool", "match"])
 
 
 def init_app(app):
@@ -66,6 +69,12 @@ def init_app(app):
             "duration_ms": round(seconds * 1000, 2), "client_ip": request.remote_addr, "request_id": request_id,
         })
         return response
+
+
+def count_presented(caller_id):
+    """Count a committed claim's caller ID ({number, pool, match}, or None: nothing to count)."""
+    if caller_id is not None:
+        CALLER_IDS_PRESENTED.labels(caller_id["pool"], caller_id["match"]).inc()
 
 
 def count_pushed(results):
@@ -107,8 +116,23 @@ class DatabaseGauges:
             yield from compliance_gauges(compliance_report(conn, now, self.tz))
             yield abandon_gauge(floor.floor_state(conn, now, None, self.tz)["form_types"])
             yield from webhook_metrics(webhooks.endpoint_report(conn, clock.utcnow().replace(tzinfo=None)))
+            yield from caller_id_gauges(caller_ids_report(conn, now)["pools"])
         finally:
             conn.close()
+
+
+def caller_id_gauges(pools):
+    """Each caller-ID pool's numbers by state and the calls it may still present today."""
+    numbers = GaugeMetricFamily("dialerapi_caller_ids", "The floor's caller IDs per pool, by state (at_cap: active,"
+                                " at today's cap)", labels=["pool", "state"])
+    headroom = GaugeMetricFamily("dialerapi_caller_id_headroom", "Calls a pool's active caller IDs may still present"
+                                 " today", labels=["pool"])
+    for pool in pools:
+        for state in ("active", "at_cap", "flagged", "retired"):
+            numbers.add_metric([pool["pool"], state], pool[state])
+        headroom.add_metric([pool["pool"]], pool["headroom_today"])
+    yield numbers
+    yield headroom
 
 
 def compliance_gauges(report):

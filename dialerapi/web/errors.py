@@ -14,6 +14,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from dialerapi.plumbing.db import CommitOutcomeUnknown, DatabaseUnavailable
 from dialerapi.rules.agents.roster import UnknownExtension
+from dialerapi.rules.caller_ids.numbers import UnknownCallerId
 from dialerapi.rules.campaigns.operations import UnknownCampaign
 from dialerapi.rules.core.vocabulary import LeadInFlight, NotLive, StaleReservation, UnknownAgent, UnknownLead
 from dialerapi.rules.dialing.claims import NotClaimable
@@ -103,6 +104,7 @@ FIXED = {
     UnknownExtension: (404, "unknown_extension"), LeadInFlight: (409, "lead_in_flight"),
     NotLive: (409, "lead_not_live"), StaleReservation: (409, "stale_reservation"),
     IdempotencyConflict: (409, "idempotency_conflict"), UnknownCampaign: (404, "unknown_campaign"),
+    UnknownCallerId: (404, "unknown_caller_id"),
 }
 
 

@@ -56,7 +56,7 @@ LIMIT :max_rows;
 -- the lead's consent as the caps read it (contact_consent, contact_consent_at), read without a lock: the
 -- claim writes them back only over the version it read, so claims of one number run one at a time. `number_in_call`: the oli_id of another lead with this number
 -- that is live now (ix_sales_master_phone_e164), or NULL (one live call per number).
-SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
+SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, m.caller_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
@@ -69,7 +69,7 @@ FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE SKIP LOC
 -- name: lock_unreserved_waiting(id)^
 -- The same, waiting for a transaction that holds the row: a locking read then sees its latest
 -- committed version (reserved by a claim, or still free after a push).
-SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
+SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, m.caller_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
@@ -80,7 +80,7 @@ SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS
 FROM sales_master AS m WHERE m.id = :id AND m.isReserved = 0 FOR UPDATE;
 
 -- name: lock_lead_skip_locked(oli_id)^
-SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
+SELECT m.*, m.callback_agent_id, m.region, m.postal_code, m.consent_type, m.caller_id, EXISTS (SELECT 1 FROM dialerapi_dnc AS d WHERE d.phone = m.phone_e164) AS listed,
        m.phone_e164 AS contact_for,
        (SELECT n.version FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_version,
        (SELECT n.attempts FROM dialerapi_contact_numbers AS n WHERE n.phone_e164 = m.phone_e164) AS contact_attempts,
@@ -192,3 +192,13 @@ UPDATE sales_master SET claim_gate = 1 WHERE id = :id;
 -- name: leave_claim_gate(id)!
 -- ... and no longer refers to it: the reference stays in the write set, and no row keeps one.
 UPDATE sales_master SET claim_gate = NULL WHERE id = :id;
+
+-- name: return_call_lead(phone_e164, dialed)^
+-- The lead a return call from :phone_e164 is about: the one whose latest call presented :dialed
+-- (the call records), else the customer's most recent lead (its last attempt, else its push);
+-- ix_sales_master_phone_e164, then each of those leads' calls (ix_sales_call_attempts_lead).
+SELECT m.oli_id FROM sales_master AS m
+LEFT JOIN sales_call_attempts AS a ON a.lead_id = m.id AND a.caller_id = :dialed
+WHERE m.phone_e164 = :phone_e164
+ORDER BY a.id IS NULL, a.id DESC, COALESCE(m.last_attempt_at, m.created_at) DESC, m.id DESC
+LIMIT 1;

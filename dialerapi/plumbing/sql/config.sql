@@ -6,7 +6,9 @@ SELECT isMaintainance, outbound_obey_work_hours, retry_pattern, retry_seconds, m
        work_start, work_end, disposed_priority_id, obey_calling_window, calling_window_start,
        calling_window_end, phone_default_region, dnd_reasons, dnc_allow_inbound, enforce_abandon_limit,
        abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds,
-       personal_callback_fallback_minutes, amd_false_positive_share,
+       personal_callback_fallback_minutes, amd_false_positive_share, caller_id_daily_cap, caller_id_default_pool,
+       caller_id_headroom_share, EXISTS (SELECT 1 FROM dialerapi_caller_ids) AS caller_ids_on,
+       (SELECT COALESCE(MAX(h.id), 0) FROM dialerapi_caller_id_changes AS h) AS caller_ids_generation,
        (SELECT GROUP_CONCAT(CONCAT(r.outcome, ':', COALESCE(r.delay_seconds, ''), ':', COALESCE(r.max_attempts, ''))
                             ORDER BY r.outcome SEPARATOR ';')
           FROM dialerapi_outcome_retries AS r) AS outcome_retries,
@@ -35,14 +37,15 @@ FROM sales_dialer_config AS c
 LEFT JOIN sales_priorities AS p ON TRUE
 WHERE c.id = 1;
 
--- name: set_floor_settings(enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds, personal_callback_fallback_minutes, work_start, work_end, amd_false_positive_share)!
+-- name: set_floor_settings(enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds, personal_callback_fallback_minutes, work_start, work_end, amd_false_positive_share, caller_id_daily_cap, caller_id_default_pool, caller_id_headroom_share)!
 -- What `dialerapi config set` stores, every value checked first (cli.config).
 UPDATE sales_dialer_config
 SET enforce_abandon_limit = :enforce_abandon_limit, abandon_limit = :abandon_limit,
     abandon_period = :abandon_period, abandon_min_answered = :abandon_min_answered,
     abandon_connect_seconds = :abandon_connect_seconds, amd_false_positive_share = :amd_false_positive_share,
     personal_callback_fallback_minutes = :personal_callback_fallback_minutes,
-    work_start = :work_start, work_end = :work_end
+    work_start = :work_start, work_end = :work_end, caller_id_daily_cap = :caller_id_daily_cap,
+    caller_id_default_pool = :caller_id_default_pool, caller_id_headroom_share = :caller_id_headroom_share
 WHERE id = 1;
 
 -- name: last_insert_id()$

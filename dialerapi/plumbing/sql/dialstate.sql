@@ -3,13 +3,14 @@
 -- name: lock_lead(oli_id)^
 -- With the invisible facts of the call in progress (migration 0014), which settle records and
 -- clears, the owner of its callback (migration 0015), and its consent (migration 0025), which
--- lead.call_ended carries.
+-- lead.call_ended carries, and the caller ID its call presents (migration 0027).
 SELECT *, call_answered_at, agent_connected_at, predictive_call, callback_agent_id, consent_type, consent_at,
-       consent_source
+       consent_source, caller_id
 FROM sales_master WHERE oli_id = :oli_id FOR UPDATE;
 
--- name: write_dial_state(id, data_id, priority_id, dial_status, previous_dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved, reservation_id, reserved_at, updated_at, set_owner, callback_agent_id, forget_call_moments)!
--- callback_agent_id is written only with :set_owner, kept otherwise. :forget_call_moments
+-- name: write_dial_state(id, data_id, priority_id, dial_status, previous_dial_status, disposeRemark, last_dial_result, hangup_by, hangup_cause, last_attempt_at, first_attempt_at, next_retry_at, callback_scheduled_at, call_count, isReserved, reservation_id, reserved_at, updated_at, set_owner, callback_agent_id, forget_call_moments, set_caller_id, caller_id)!
+-- callback_agent_id is written only with :set_owner, and caller_id (the number a claim presents)
+-- only with :set_caller_id, kept otherwise. :forget_call_moments
 -- (the end of a call, abandons.end_of_call) clears the call's answer and connect moments.
 UPDATE sales_master
 SET data_id = :data_id, priority_id = :priority_id, dial_status = :dial_status,
@@ -20,18 +21,19 @@ SET data_id = :data_id, priority_id = :priority_id, dial_status = :dial_status,
     call_count = :call_count, isReserved = :isReserved, reservation_id = :reservation_id,
     reserved_at = :reserved_at, updated_at = :updated_at,
     callback_agent_id = IF(:set_owner, :callback_agent_id, callback_agent_id),
+    caller_id = IF(:set_caller_id, :caller_id, caller_id),
     call_answered_at = IF(:forget_call_moments, NULL, call_answered_at),
     agent_connected_at = IF(:forget_call_moments, NULL, agent_connected_at),
     predictive_call = IF(:forget_call_moments, 0, predictive_call)
 WHERE id = :id;
 
--- name: insert_call_attempt(lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause, form_type, reservation_id, answered_at, agent_connected_at, connect_seconds, late_connect)!
+-- name: insert_call_attempt(lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause, form_type, reservation_id, answered_at, agent_connected_at, connect_seconds, late_connect, caller_id)!
 INSERT INTO sales_call_attempts
   (lead_id, oli_id, agent_id, call_type, started_at, ended_at, result, hangup_by, hangup_cause, form_type,
-   reservation_id, answered_at, agent_connected_at, connect_seconds, late_connect)
+   reservation_id, answered_at, agent_connected_at, connect_seconds, late_connect, caller_id)
 VALUES
   (:lead_id, :oli_id, :agent_id, :call_type, :started_at, :ended_at, :result, :hangup_by, :hangup_cause, :form_type,
-   :reservation_id, :answered_at, :agent_connected_at, :connect_seconds, :late_connect);
+   :reservation_id, :answered_at, :agent_connected_at, :connect_seconds, :late_connect, :caller_id);
 
 -- name: end_missed_activities(lead_id, agent_id, ended_at, due_at, ended_at_utc, due_at_utc)!
 -- The call is over: the agent's open missed activity for it starts its grace window.

@@ -1,6 +1,6 @@
 -- The floor simulator (dialerapi/simulate/): every query runs in the run's own schema.
 
--- name: sim_set_dialer_config(retry_pattern, retry_seconds, max_tries, work_start, work_end, outbound_obey_work_hours, obey_calling_window, calling_window_start, calling_window_end, enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds)!
+-- name: sim_set_dialer_config(retry_pattern, retry_seconds, max_tries, work_start, work_end, outbound_obey_work_hours, obey_calling_window, calling_window_start, calling_window_end, enforce_abandon_limit, abandon_limit, abandon_period, abandon_min_answered, abandon_connect_seconds, caller_id_daily_cap)!
 UPDATE sales_dialer_config
 SET retry_pattern = :retry_pattern, retry_seconds = :retry_seconds, max_tries = :max_tries,
     work_start = :work_start, work_end = :work_end, outbound_obey_work_hours = :outbound_obey_work_hours,
@@ -8,7 +8,7 @@ SET retry_pattern = :retry_pattern, retry_seconds = :retry_seconds, max_tries = 
     calling_window_end = :calling_window_end, enforce_abandon_limit = :enforce_abandon_limit,
     abandon_limit = :abandon_limit, abandon_period = :abandon_period,
     abandon_min_answered = :abandon_min_answered, abandon_connect_seconds = :abandon_connect_seconds,
-    isMaintainance = 0
+    caller_id_daily_cap = :caller_id_daily_cap, isMaintainance = 0
 WHERE id = 1;
 
 -- name: sim_status_counts(max_tries_remark)
@@ -63,3 +63,15 @@ WHERE m.form_type = :form_type AND m.claim_bucket IN (1, 2, 3, 4) AND m.claim_du
 -- name: sim_server_socket()^
 -- The server's Unix socket file ('' or NULL: none), for a run on the same host (simulate.sandbox).
 SELECT @@socket AS socket;
+
+-- name: sim_calls_by_area_code()
+-- The most calls the leads of one NANP area code had on one day (E.164 digits through the area
+-- code, `1212`): the calls a pool's numbers of that area code would present, originate failures
+-- (which give their count back) aside.
+SELECT prefix, MAX(calls) AS calls FROM (
+  SELECT m.phone_e164 DIV 10000000 AS prefix, DATE(a.ended_at) AS day, COUNT(*) AS calls
+  FROM sales_call_attempts AS a JOIN sales_master AS m ON m.id = a.lead_id
+  WHERE m.phone_e164 BETWEEN 12000000000 AND 19999999999 AND a.result <> 'ORIGINATE_FAILED'
+  GROUP BY prefix, day
+) AS per_day
+GROUP BY prefix ORDER BY prefix;

@@ -8,7 +8,8 @@ form_type), with its own calendar, rulebook and switch over the floor's sales_di
 - `refusal(config, form_type, now, predictive)`: why no outbound claim may take its leads now
   (campaign_paused, campaign_ended, campaign_closed, predictive_off), or None;
   `check_locked(conn, row)` reads the locked lead's campaign state again inside the claim, after
-  the locks that order it with every change (on one node and through Galera).
+  the locks that order it with every change (on one node and through Galera: `enter_claim_gate`;
+  a claim that reads its state with other facts reads it after those locks, `state_refusal`).
 - `update`, `pause`, `resume`: every change in one transaction with its history row
   (dialerapi_campaign_changes: when, by which credential, old and new) and its event
   (campaign.updated, campaign.paused, campaign.resumed: rules.events.lead_events' feed and webhooks).
@@ -71,7 +72,15 @@ def open_form_types(wanted, now, config, predictive=False):
 
 def check_locked(conn, row):
     """The refusal of the locked lead `row`'s campaign state (campaign_paused, campaign_ended, or
-    None), read after two locks the claim holds until it commits:
+    None), read inside the claim gate (enter_claim_gate, leave_claim_gate)."""
+    enter_claim_gate(conn, row)
+    leave_claim_gate(conn, row)
+    return state_refusal(queries.campaign_state(conn, form_type=row["form_type"]))
+
+
+def enter_claim_gate(conn, row):
+    """Take the two locks a claim of the locked lead `row` holds until it commits, before it reads
+    its campaign's state:
     - a shared lock on the floor's config row, which every change locks first (`_lock`): on one
       node, a change that committed before is seen, and one that comes after waits for this claim;
     - the lead's reference to the claim gate (migration 0024), which every change deletes and
@@ -79,11 +88,22 @@ def check_locked(conn, row):
       another node either is applied here before the state is read (it is seen) or aborts this
       claim (its delete meets the gate's shared lock here, or the claim's write set fails
       certification against it), which then runs again.
-    So no claim of a campaign commits after its pause, on one node or on three."""
+    So no claim of a campaign commits after its pause, on one node or on three. The lead must leave
+    the gate before the claim commits: leave_claim_gate, or a later write of the lead's row that
+    sets claim_gate to NULL (the caller-ID count, rules.caller_ids.choice)."""
     queries.claim_gate(conn)
     queries.refer_to_claim_gate(conn, id=row["id"])
+
+
+def leave_claim_gate(conn, row):
+    """The locked lead `row` no longer refers to the claim gate; its locks stay until commit."""
     queries.leave_claim_gate(conn, id=row["id"])
-    return REFUSALS.get(queries.campaign_state(conn, form_type=row["form_type"]))
+
+
+def state_refusal(state):
+    """The refusal of a campaign in `state` (a campaign's state read after enter_claim_gate, None
+    when the form_type has no campaign): campaign_paused, campaign_ended or None."""
+    return REFUSALS.get(state)
 
 
 def status(config, form_type, now, tz):

@@ -15,13 +15,15 @@ from datetime import date, time
 
 import phonenumbers
 from marshmallow import RAISE, Schema, ValidationError, fields, validates_schema
-from marshmallow.validate import Length, OneOf, Range
+from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from dialerapi.rules.config import calendars, ranges
-from dialerapi.rules.core.kinds import ConsentFor
+from dialerapi.rules.core import e164
+from dialerapi.rules.core.kinds import CALLER_ID_TIERS, CallerIdFallback, ConsentFor
 from dialerapi.rules.core.vocabulary import RETRY_OUTCOMES
 
 NEVER = "never"
+POOL_NAME = "must be 1-64 lower-case letters, digits, - and _"
 # Which automated claims a campaign's consent_required holds (rules.compliance.calling_rules.CONSENT_KINDS).
 CONSENT_FOR = tuple(kind.value for kind in ConsentFor)
 
@@ -113,6 +115,30 @@ class Region(fields.String):
         if value.upper() not in phonenumbers.SUPPORTED_REGIONS:
             raise ValidationError("must be an ISO 3166 alpha-2 region phonenumbers knows, e.g. US, GB, IN")
         return value.upper()
+
+
+class CallerIdNumber(fields.String):
+    """One of the floor's numbers in E.164 (`+19195550100`), stored as written back (`+` and digits)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        try:
+            return e164.text(e164.digits(e164.parse(super()._deserialize(value, attr, data, **kwargs))))
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+
+
+class MatchChain(fields.List):
+    """The caller-ID tiers a claim tries, best first: area_code, state, pool, or some of them in that order."""
+
+    def __init__(self, **kwargs):
+        super().__init__(fields.String(validate=OneOf(CALLER_ID_TIERS)), validate=Length(1, len(CALLER_ID_TIERS)),
+                         **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        chain = super()._deserialize(value, attr, data, **kwargs)
+        if chain != [tier for tier in CALLER_ID_TIERS if tier in chain]:
+            raise ValidationError("must be area_code, state and pool, or some of them, in that order and each once")
+        return chain
 
 
 # A campaign's settings, each declared once: its validation, how it is stored, how the rules read
@@ -226,6 +252,17 @@ SETTINGS = {
     # all: the redial is refused 409 not_claimable consent_required.
     "consent_required": Setting(fields.String(validate=OneOf(CONSENT_FOR, error="must be predictive, automated or all")),
                                 _config("consent_required")),
+    # The caller ID its claims present (rules.caller_ids): its pool, the tiers tried, what happens
+    # when none is eligible, its default number, and whether a lead sees the number it saw before.
+    "caller_id_pool": Setting(fields.String(validate=Regexp(ranges.CALLER_ID_POOL, error=POOL_NAME)),
+                              lambda config: config.caller_id_pool or config.caller_id_default_pool),
+    "caller_id_match": Setting(MatchChain(), lambda config: list(config.caller_id_match), read=tuple),
+    "caller_id_fallback": Setting(fields.String(validate=OneOf(tuple(CallerIdFallback))),
+                                  _config("caller_id_fallback")),
+    "caller_id_default": Setting(CallerIdNumber(),
+                                 lambda config: None if config.caller_id_default is None else e164.text(config.caller_id_default),
+                                 read=lambda text: int(text[1:])),
+    "caller_id_sticky": Setting(fields.Boolean(), _config("caller_id_sticky")),
 }
 CALENDAR_SETTINGS = tuple(name for name, setting in SETTINGS.items() if setting.read is None)
 
@@ -246,6 +283,9 @@ class CampaignSettingsSchema(Schema.from_dict({name: setting.field for name, set
                 data.get("calling_window_start") == data.get("calling_window_end"):
             raise ValidationError("must differ from calling_window_start: an empty window never opens",
                                   "calling_window_end")
+        if data.get("caller_id_fallback") == CallerIdFallback.DEFAULT and not data.get("caller_id_default"):
+            raise ValidationError("a default fallback needs caller_id_default, one of the floor's numbers",
+                                  "caller_id_fallback")
         for day, intervals in (data.get("open_hours") or {}).items():
             spans = sorted(calendars.interval(text) for text in intervals)
             if any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:])):

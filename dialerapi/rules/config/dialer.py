@@ -60,6 +60,22 @@ class DialerConfig:
     restrictions: tuple = ()
     # A campaign's consent_required (predictive or automated; None: the state rules' alone).
     consent_required: str | None = None
+    # Caller IDs (rules.caller_ids): whether the floor has any number (then every outbound claim
+    # presents one), the id of the last change of its numbers (a pool's directory is read again
+    # when it moves), the floor's daily cap per number, default pool and the share of a pool's
+    # headroom under which /health names it; a campaign's pool (None: the floor's default), its
+    # match chain, what it does when no number is eligible (refuse, or its default number, E.164
+    # digits), and whether a lead called before is presented the number it last saw.
+    caller_ids_on: bool = False
+    caller_ids_generation: int = 0
+    caller_id_daily_cap: int = 75
+    caller_id_default_pool: str = "default"
+    caller_id_headroom_share: float = 0.1
+    caller_id_pool: str | None = None
+    caller_id_match: tuple = ("area_code", "state", "pool")
+    caller_id_fallback: str = "refuse"
+    caller_id_default: int | None = None
+    caller_id_sticky: bool = False
     # A campaign's calendar (calendars.Calendar; None: the floor's work window, which
     # closes no claim), its Campaign (None: the floor), whether its leads may be
     # dialed predictively, and on the floor's config every campaign by form_type.
@@ -152,6 +168,12 @@ ABANDON_SETTINGS = {"enforce_abandon_limit": bool, "abandon_limit": float, "aban
                     "abandon_min_answered": int, "abandon_connect_seconds": int}
 
 
+# The floor's caller-ID settings of sales_dialer_config (migration 0027), whether it has numbers and
+# the last change of them.
+CALLER_ID_SETTINGS = {"caller_ids_on": bool, "caller_ids_generation": int, "caller_id_daily_cap": int, "caller_id_default_pool": str,
+                      "caller_id_headroom_share": float}
+
+
 def config_from_row(row):
     """A DialerConfig from a row holding the columns of sales_dialer_config."""
     return DialerConfig(
@@ -177,6 +199,7 @@ def config_from_row(row):
         contact_caps=caps_from_json(row.get("contact_caps")),
         calling_rules=tuple(name for name in (row.get("calling_rules") or "").split(";") if name),
         restrictions=restrictions_from_json(row.get("restrictions")),
+        **{name: kind(row[name]) for name, kind in CALLER_ID_SETTINGS.items() if name in row},
     )
 
 

@@ -25,28 +25,22 @@ the candidate reads leave them out, and `claim_checks.refusal` checks the locked
 or inbound claim of such a lead: NotClaimable). `tz` is DB_TIMEZONE, the zone of `now`.
 """
 
-import threading
+from dataclasses import dataclass
 
-from dialerapi.plumbing.db import queries, union_all
+from dialerapi.plumbing.db import queries
 from dialerapi.rules.agents import availability
 from dialerapi.rules.agents.roster import lock_agent
+from dialerapi.rules.caller_ids import choice as caller_id_choice
 from dialerapi.rules.campaigns import operations
-from dialerapi.rules.compliance import abandons, calling_rules, claim_checks, contact_caps
+from dialerapi.rules.compliance import abandons, calling_rules, claim_checks, contact_caps, phones
 from dialerapi.rules.config import dialer as dialer_config
-from dialerapi.rules.config import work_window
 from dialerapi.rules.core import vocabulary
+from dialerapi.rules.core.kinds import ClaimKind
+from dialerapi.rules.dialing import candidates
 from dialerapi.rules.events import lead_events
 from dialerapi.rules.events.outbox import notify
 from dialerapi.rules.leads import callbacks, dialstate, transitions
 
-# Candidates read per form_type (and call zone) in the first window; each later window is
-# WINDOW_GROWTH times larger, until the candidates run out.
-CANDIDATES = 5
-WINDOW_GROWTH = 8
-# {form_type: open zone ids} of the form_types whose due order held too few lawful leads with the
-# calling window obeyed: read zone by zone while those zones are open.
-_by_zone = {}
-_by_zone_lock = threading.Lock()
 MAINTENANCE = "maintenance"
 NO_FREE_AGENT = "no_free_agent"
 NUMBER_IN_CALL = "number_in_call"
@@ -64,128 +58,14 @@ class NotClaimable(Exception):
     form_types are all over the abandon limit (HTTP 409 `not_claimable`; `figures` holds
     {"abandons": [summary of each form_type]}, rules.compliance.abandons); campaign_paused, campaign_ended,
     campaign_closed and predictive_off when every campaign the claim could take refuses it
-    (figures {"campaigns": [operations.status of each]}).
+    (figures {"campaigns": [operations.status of each]}); caller_id_exhausted for a redial no caller
+    ID of its campaign's pool may present (figures {"pool"}: rules.caller_ids.choice).
     """
 
     def __init__(self, reason, **figures):
         super().__init__(reason)
         self.reason = reason
         self.figures = figures
-
-
-def _candidates(conn, wanted, now, config, max_rows, zones, tz=None, agent_id=None):
-    """Unlocked candidate lead ids in claim order, and whether they are all there are.
-
-    `wanted`: (form_type, allowed priority_ids) pairs; an empty priority list allows every priority.
-    Bucket by bucket, due-first within a bucket across form_types and call zones; the first
-    `max_rows` of each form_type at least. The second value is True when no read was cut.
-    Due callbacks wait for the work window when outbound_obey_work_hours = 1 (Claim and retry
-    rules 2). `zones`: {form_type: the ids of the call zones open now by its campaign's calling window
-    (claim_checks.open_zones), None for every zone}, or one such value for them all.
-
-    With the window obeyed, a form_type's due order is read as far as without it, each lead marked
-    lawful or not: where its first due leads are in open zones, that is all it takes. A form_type
-    whose read holds fewer than half `max_rows` lawful leads (`_enough`) is read zone by zone instead
-    (ix_claim_zone: a closed zone costs nothing, however many of its leads are due), in a second
-    statement, and from the first statement on while the same zones are open (`_by_zone`). So the
-    cost does not grow with the leads asleep.
-
-    Personal callbacks are left out until their fallback (rules.leads.callbacks); with
-    `agent_id` (a progressive claim), that agent's own due ones of these form_types are read in the
-    same statement and come first (bucket 0), whatever the agent's priority list.
-    """
-    if not isinstance(zones, dict):
-        zones = {form_type: zones for form_type, _ in wanted}
-    own_configs = {form_type: config.of(form_type) for form_type, _ in wanted}
-    common = {form_type: {"form_type": form_type, "now": now, "callbacks_open": _callbacks_open(now, own_configs[form_type]),
-                          "all_priorities": not priorities, "priorities": tuple(priorities) or (0,),
-                          "max_rows": max_rows, **callbacks.fallback_params(now, own_configs[form_type], tz)}
-              for form_type, priorities in wanted}
-    # The owner's read starts at one row (the first is nearly always taken) and grows as the others do.
-    open_skills = [form_type for form_type in common if common[form_type]["callbacks_open"]]
-    owner_zones = {zones[form_type] for form_type in open_skills}
-    own = callbacks.owner_read(agent_id, open_skills, now, bool(open_skills),
-                               owner_zones.pop() if len(owner_zones) == 1 else None, max(1, max_rows // CANDIDATES))
-    zoned = [form_type for form_type in common if zones[form_type] is not None]
-    by_zone = [form_type for form_type in zoned if _by_zone.get(form_type) == zones[form_type]]
-    heads = [(queries.due_candidates, {**params, "any_zone": zones[form_type] is None,
-                                       "zone_ids": zones[form_type] or (0,)})
-             for form_type, params in common.items() if form_type not in by_zone]
-    candidates, complete, sparse = _read(conn, own + heads + _zone_reads(common, by_zone, zones), max_rows)
-    if None in sparse:
-        sparse.remove(None)
-        candidates += _own_lawful(conn, own)
-    if sparse:
-        with _by_zone_lock:
-            _by_zone.update((form_type, zones[form_type]) for form_type in sparse)
-        more, more_complete, _ = _read(conn, _zone_reads(common, sparse, zones), max_rows)
-        candidates += more
-        complete = complete and more_complete
-    return _in_claim_order(candidates, now), complete
-
-
-def _own_lawful(conn, own):
-    """The owner's due personal callbacks read on, in larger windows, past those in closed call
-    zones, until a lawful one is found or there are no more: they go before the owner's other work."""
-    ((query, params),) = own
-    limit = params["max_rows"]
-    while True:
-        limit *= WINDOW_GROWTH
-        rows = union_all(conn, [(query, {**params, "max_rows": limit, "part": 0})])
-        lawful = [row for row in rows if row["lawful"]]
-        if lawful or len(rows) < limit:
-            return lawful
-
-
-def _callbacks_open(now, config):
-    return not config.outbound_obey_work_hours or work_window.in_work_window(now, config)
-
-
-def _zone_reads(common, form_types, zones):
-    """A form_type's due order read zone by zone. Its first lawful lead is the first of some open
-    zone's, so each zone's read takes its share of the window (at least 1 row; zone 0, leads not yet
-    worked out, not counted): with a zone per state a window's rows, not one per zone."""
-    return [(queries.due_candidates_in_zone, {**common[form_type], "zone_id": zone_id, "max_rows": max(
-        1, common[form_type]["max_rows"] // max(1, len(zones[form_type]) - 1))})
-            for form_type in form_types for zone_id in zones[form_type]]
-
-
-def _read(conn, reads, max_rows):
-    """Run `reads`, (query, params) pairs, in one statement. Returns their lawful rows, whether no
-    read was cut at its max_rows, and the form_types whose read was cut with fewer than `_enough`
-    lawful rows (a head mostly asleep: to be read zone by zone), with None among them when the
-    owner's read (callbacks.owner_read) was cut with none lawful."""
-    rows = union_all(conn, [(query, {**params, "part": number}) for number, (query, params) in enumerate(reads)])
-    found = [[] for _ in reads]
-    for row in rows:
-        found[row["part"]].append(row)
-    candidates, complete, sparse = [], True, []
-    for (_, params), read in zip(reads, found):
-        lawful = [row for row in read if row["lawful"]]
-        if params.get("form_type") is None:  # the agent's own callbacks (callbacks.owner_read)
-            candidates += lawful
-            if not lawful and len(read) == params["max_rows"]:
-                sparse.append(None)  # all in closed call zones: read on (_own_lawful)
-            continue
-        cut = len(read) == params["max_rows"]
-        if cut and len(lawful) < _enough(max_rows) and "zone_id" not in params:
-            sparse.append(params["form_type"])
-        else:
-            candidates += lawful
-            complete = complete and not cut
-    return candidates, complete, sparse
-
-
-def _enough(max_rows):
-    """The lawful leads a head read must hold to be used as it is: half its window (at least 1), the
-    first in claim order and spares for claims that take them first. A head with fewer is read zone
-    by zone, a part per open zone (about one per state)."""
-    return max(1, max_rows // 2)
-
-
-def _in_claim_order(rows, now):
-    rows.sort(key=lambda row: (row["bucket"], row["due"] is not None, row["due"] or now, row["id"]))
-    return [row["id"] for row in rows]
 
 
 class _Refused(Exception):
@@ -227,14 +107,14 @@ def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None, kind=callin
     whose number is at an enabled contact cap (config.contact_caps) is held until it
     frees (contact_caps.hold) and passed over. A lead a calling rule holds from a claim of `kind`
     (progressive or predictive; rules.compliance.calling_rules) is left out with its call zone,
-    and passed over when the locked row says so. Returns (the row, its contact_caps.Ticket), or
+    and passed over when the locked row says so. Returns (the row, the _Grant to claim it with), or
     (None, None).
     """
     tried, held = set(), []
     zones = claim_checks.open_zones(conn, wanted, now, tz, config, kind=kind)
-    max_rows = CANDIDATES
+    max_rows = candidates.CANDIDATES
     while True:
-        ids, complete = _candidates(conn, wanted, now, config, max_rows, zones, tz, agent_id)
+        ids, complete = candidates.due(conn, wanted, now, config, max_rows, zones, tz, agent_id)
         for lead_id in ids:
             if lead_id in tried:
                 continue
@@ -244,55 +124,75 @@ def _lock_first_due_of(conn, wanted, now, config, tz, agent_id=None, kind=callin
                 held.append(lead_id)
                 continue
             # The candidate was read without a lock: check again now that it is ours.
-            claimable, ticket = _claimable(conn, row, now, tz, config, agent_id, kind)
-            if claimable:
-                return row, ticket
+            grant = _claimable(conn, row, now, tz, config, agent_id, kind)
+            if grant is not None:
+                return row, grant
         if complete:
             fresh = claim_checks.open_zones(conn, wanted, now, tz, config, reload=True, kind=kind)
             if fresh == zones:
                 break
-            zones, max_rows = fresh, CANDIDATES
+            zones, max_rows = fresh, candidates.CANDIDATES
             continue
-        max_rows *= WINDOW_GROWTH
+        max_rows *= candidates.WINDOW_GROWTH
     for lead_id in held:
         row = queries.lock_unreserved_waiting(conn, id=lead_id)
         if row is not None:
-            claimable, ticket = _claimable(conn, row, now, tz, config, agent_id, kind)
-            if claimable:
-                return row, ticket
+            grant = _claimable(conn, row, now, tz, config, agent_id, kind)
+            if grant is not None:
+                return row, grant
     return None, None
 
 
+@dataclass(frozen=True)
+class _Grant:
+    """What a claim of a locked lead counts: `ticket`, the contact_caps.Ticket of its number, and
+    `caller_id`, the caller_id_choice.Choice it presents (None while the floor has no caller IDs)."""
+
+    ticket: object
+    caller_id: caller_id_choice.Choice | None
+
+
 def _claimable(conn, row, now, tz, config, agent_id, kind):
-    """(whether the locked `row` may be claimed now, the contact_caps.Ticket to count it with). A
-    lead whose number is live through another lead is passed over, not held: it is due again when
-    that call ends (one live call per number)."""
+    """The _Grant to claim the locked `row` with now, or None when it is passed over. A lead whose
+    number is live through another lead is passed over, not held: it is due again when that call
+    ends (one live call per number); so is one no caller ID may present while the campaign
+    refuses (rules.caller_ids.choice)."""
     in_call = row.pop("number_in_call")
     floor, config = config, config.of(row["form_type"])
     if not transitions.is_due(row, now, config) or callbacks.kept_from(row, agent_id, now, config, tz):
-        return False, None
+        return None
     if claim_checks.refusal(conn, row, now, tz, config, kind=kind) is not None or in_call is not None:
-        return False, None
-    reason = operations.check_locked(conn, row)
+        return None
+    reason, caller_ids = caller_id_choice.check_locked(conn, row, now, config)
     if reason is not None:
         raise _Refused(row["form_type"], reason)
     hit, ticket = contact_caps.check(conn, row, now, tz, floor.contact_caps)
     if hit is not None:
+        if caller_ids is not None:
+            caller_id_choice.leave(conn, caller_ids)
         lead_events.held(conn, contact_caps.hold(conn, row, hit, now, tz), now, hit.cap, hit.until)
-        return False, None
-    return True, ticket
+        return None
+    caller_id = None if caller_ids is None else caller_id_choice.take(conn, caller_ids)
+    if caller_ids is not None and caller_id is None:
+        return None
+    return _Grant(ticket, caller_id)
 
 
-def _claim(conn, row, ticket, now, tz, agent_id=None):
-    """Reserve the locked `row` (transitions.claim_changes) and count it against its number's caps.
-    With `agent_id` (a progressive claim, a redial or an inbound call; the agent's row locked) the
-    agent is told and the claim is kept on the agent, so the board shows the call's campaign while
-    it rings (migration 0021)."""
-    claimed = dialstate.write_lead(conn, row, transitions.claim_changes(row, now), now)
-    contact_caps.record(conn, claimed, ticket, now, tz)
+def _claim(conn, row, grant, now, tz, agent_id=None):
+    """Reserve the locked `row` (transitions.claim_changes) and count it against its number's caps;
+    its caller ID (counted when it was taken) is kept on the lead. With `agent_id` (a progressive claim, a redial or an inbound call; the
+    agent's row locked) the agent is told and the claim is kept on the agent, so the board shows the
+    call's campaign while it rings (migration 0021). Returns the row as it now stands, with
+    `caller_id_choice`: the caller ID it presents ({number, pool, match}) or None."""
+    changes = transitions.claim_changes(row, now)
+    if grant.caller_id is not None:
+        changes["caller_id"] = grant.caller_id.number
+    claimed = dialstate.write_lead(conn, row, changes, now)
+    contact_caps.record(conn, claimed, grant.ticket, now, tz)
     if agent_id is not None:
         queries.set_agent_claim(conn, agent_id=agent_id, lead_id=claimed["id"], reservation_id=claimed["reservation_id"])
         notify(conn, [agent_id], now)
+    claimed["caller_id_choice"] = None if grant.caller_id is None else grant.caller_id.answer()
     return claimed
 
 
@@ -315,10 +215,10 @@ def claim_next(conn, agent_id, now, tz=None):
     if reason:
         raise NotClaimable(reason)
     wanted = _open([(skill, agent["priorities"]) for skill in agent["skills"]], now, tz, config)
-    row, ticket = _lock_first_due(conn, wanted, now, config, _zone(tz, config), agent["id"])
+    row, grant = _lock_first_due(conn, wanted, now, config, _zone(tz, config), agent["id"])
     if row is None:
         return None
-    return _claim(conn, row, ticket, now, tz, agent["id"])
+    return _claim(conn, row, grant, now, tz, agent["id"])
 
 
 def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
@@ -353,11 +253,11 @@ def claim_predictive(conn, now, *, ahead=False, form_type=None, tz=None):
         if not wanted:
             raise NotClaimable(abandons.ABANDON_LIMIT,
                                abandons=[{"form_type": name, **summary} for name, summary in sorted(held.items())])
-    row, ticket = _lock_first_due(conn, wanted, now, config, _zone(tz, config), kind=calling_rules.PREDICTIVE)
+    row, grant = _lock_first_due(conn, wanted, now, config, _zone(tz, config), kind=calling_rules.PREDICTIVE)
     if row is None:
         return None
     abandons.mark_predictive(conn, row)
-    return _claim(conn, row, ticket, now, tz)
+    return _claim(conn, row, grant, now, tz)
 
 
 def _open(wanted, now, tz, config, predictive=False):
@@ -399,6 +299,29 @@ def _priorities(row):
     return [] if row["all_priorities"] else [int(p) for p in row["priorities"].split(";")]
 
 
+def claim_return_call(conn, agent_id, phone_number, dialed_number, now, tz=None):
+    """An inbound call from a customer who dialed one of the floor's numbers back: claim the lead
+    last called from `dialed_number` to `phone_number` (by the call records), else the customer's
+    most recent lead, as claim_lead claims an inbound call (every inbound rule holds: do-not-call,
+    live calls); None for a new caller, whose number no lead has. Both numbers are digits as the push
+    stores them, read in the floor's phone_default_region (rules.compliance.phones); an unknown
+    or retired `dialed_number` still rings: it is the customer calling
+    (docs/operations/caller-ids.md). Raises what claim_lead raises."""
+    region = dialer_config.load_config(conn).phone_default_region
+    try:
+        caller = phones.e164(phone_number, region)
+    except phones.InvalidNumber:
+        return None  # no lead's number reads as nothing
+    try:
+        dialed = phones.e164(dialed_number, region) if dialed_number else 0
+    except phones.InvalidNumber:
+        dialed = 0
+    found = queries.return_call_lead(conn, phone_e164=caller, dialed=dialed)
+    if found is None:
+        return None
+    return claim_lead(conn, agent_id, found["oli_id"], now, call_type=ClaimKind.INBOUND, tz=tz)
+
+
 def claim_lead(conn, agent_id, oli_id, now, call_type=vocabulary.REDIAL, tz=None, customer_request=False):
     """Claim a named lead for a redial (call_type redial) or an inbound call (call_type inbound).
 
@@ -413,7 +336,9 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=vocabulary.REDIAL, tz=None
     is refused (number_in_call, with figures {"oli_id_in_call"}: one live call per
     number); an inbound call is not (the customer is calling). Returns the claimed row. Raises
     NotClaimable (reason: maintenance, lead_in_flight, the agent's unavailable reason, do_not_call,
-    outside_calling_window, number_in_call, contact_cap), vocabulary.UnknownLead, agents.UnknownAgent.
+    outside_calling_window, number_in_call, contact_cap, caller_id_exhausted), vocabulary.UnknownLead,
+    agents.UnknownAgent. A redial presents a caller ID as every outbound claim does (`_claim`); an
+    inbound call presents none.
     """
     config = dialer_config.load_config(conn)
     if config.isMaintainance and call_type != "inbound":
@@ -432,8 +357,11 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=vocabulary.REDIAL, tz=None
     in_call = row.pop("number_in_call")
     if row["isReserved"]:
         raise NotClaimable("lead_in_flight")
+    caller_ids = None
     if call_type != "inbound":
-        reason = operations.refusal(config, row["form_type"], now) or operations.check_locked(conn, row)
+        reason = operations.refusal(config, row["form_type"], now)
+        if not reason:
+            reason, caller_ids = caller_id_choice.check_locked(conn, row, now, config.of(row["form_type"]))
         if reason:
             raise NotClaimable(reason, campaigns=[operations.status(config, row["form_type"], now, tz)])
     config = config.of(row["form_type"])
@@ -445,4 +373,9 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=vocabulary.REDIAL, tz=None
     hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps if counted else (), counted)
     if hit is not None:
         raise NotClaimable(contact_caps.CONTACT_CAP, **contact_caps.refusal_figures(hit))
-    return _claim(conn, row, ticket, now, tz, agent["id"])
+    caller_id = None
+    if caller_ids is not None:
+        caller_id = caller_id_choice.take(conn, caller_ids)
+        if caller_id is None:
+            raise NotClaimable(caller_id_choice.CALLER_ID_EXHAUSTED, pool=caller_id_choice.pool_of(config))
+    return _claim(conn, row, _Grant(ticket, caller_id), now, tz, agent["id"])

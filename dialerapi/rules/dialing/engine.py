@@ -82,23 +82,33 @@ def claim(conn, request, now, tz=None):
 
     progressive: the next due lead for agent_id (claims.claim_next); predictive: one for the skills
     of whoever is free, or with `ahead` staffed (claims.claim_predictive); redial / inbound: oli_id for agent_id
-    (claims.claim_lead). `tz`: DB_TIMEZONE, the zone of `now` (the calling window). Returns {"lead": lead_view or None}; None only when nothing the claim may
-    take is due and unreserved. Raises vocabulary.UnknownAgent, vocabulary.UnknownLead,
+    (claims.claim_lead). `tz`: DB_TIMEZONE, the zone of `now` (the calling window). Returns (answer,
+    fresh): answer {"lead": lead_view or None, "caller_id": {number, pool, match} the call presents,
+    or None (no caller IDs on the floor, an inbound call, no lead)}, the lead None only when nothing
+    the claim may take is due and unreserved; fresh False when it is the stored answer of a
+    request_id sent again (its call was counted once, when it was claimed). Raises vocabulary.UnknownAgent, vocabulary.UnknownLead,
     claims.NotClaimable, IdempotencyConflict. A refusal is not stored: its retry is decided anew.
     """
+    fresh = []
+
     def work():
+        fresh.append(True)
         mode = request["mode"]
         if mode == "progressive":
             row = claims.claim_next(conn, request["agent_id"], now, tz=tz)
         elif mode == "predictive":
             row = claims.claim_predictive(conn, now, ahead=request.get("ahead", False),
                                           form_type=request.get("form_type"), tz=tz)
+        elif "phone_number" in request:
+            row = claims.claim_return_call(conn, request["agent_id"], request["phone_number"],
+                                           request.get("dialed_number"), now, tz=tz)
         else:
             row = claims.claim_lead(conn, request["agent_id"], request["oli_id"], now, call_type=mode, tz=tz,
                                     customer_request=request.get("customer_request", False))
-        return {"lead": row and lead_view(row)}
+        return {"lead": row and lead_view(row), "caller_id": row and row["caller_id_choice"]}
 
-    return once(conn, f"claim:{request['request_id']}", request, now, work)
+    answer = once(conn, f"claim:{request['request_id']}", request, now, work)
+    return answer, bool(fresh)
 
 
 def bridge(conn, request, now):

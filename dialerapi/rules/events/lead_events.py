@@ -20,6 +20,10 @@ it exists exactly when its change committed, whichever host, process or Galera n
 | campaign.updated          | a campaign's settings or state changed (rules.campaigns.operations; oli_id and data_id null) |
 | campaign.paused           | a campaign was paused                                              |
 | campaign.resumed          | a campaign was resumed                                             |
+| caller_id.added           | a number was added to the floor's caller IDs (rules.caller_ids.numbers; oli_id and data_id null) |
+| caller_id.updated         | a number's pools, daily cap or note changed, or it was set active again |
+| caller_id.flagged         | a number was flagged: not presented until set active again          |
+| caller_id.retired         | a number was retired: never presented again                          |
 
 Events take their place in the feed (`seq`) once committed, from one sequencer at a time
 (`sequence`): a reader that saw place N has seen every place below it. Functions take the
@@ -34,6 +38,7 @@ import pymysql
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Conflict, queries
+from dialerapi.rules.core import e164
 
 CALL_ENDED = "lead.call_ended"
 DISPOSED = "lead.disposed"
@@ -49,8 +54,10 @@ CAMPAIGN_UPDATED = "campaign.updated"
 CAMPAIGN_PAUSED = "campaign.paused"
 CAMPAIGN_RESUMED = "campaign.resumed"
 CAMPAIGN_TYPES = (CAMPAIGN_UPDATED, CAMPAIGN_PAUSED, CAMPAIGN_RESUMED)
+# The floor's caller IDs' changes (rules.caller_ids.numbers), about no lead either.
+CALLER_ID_TYPES = ("caller_id.added", "caller_id.updated", "caller_id.flagged", "caller_id.retired")
 TYPES = (CALL_ENDED, DISPOSED, CALLBACK_APPLIED, CALLBACK_FELL_BACK, RELEASED, DO_NOT_CALL, DO_NOT_CALL_REMOVED, HELD,
-         HOLD_ENDED) + CAMPAIGN_TYPES
+         HOLD_ENDED) + CAMPAIGN_TYPES + CALLER_ID_TYPES
 
 EVENT_PREFIX = "evt_"
 SEQ_COUNTER = "lead_event_seq"
@@ -117,7 +124,8 @@ def record_many(conn, event_type, rows, now, data_of):
 def call_ended(conn, row, attempt, now):
     """lead.call_ended for a settle: `attempt` is the call attempt as recorded (call_id, outcome, agent_id,
     call_type, started_at, ended_at, answered_at, agent_connected_at, connect_seconds,
-    late_connect, hangup_by, hangup_cause, reservation_id), `row` the lead as the hangup left it,
+    late_connect, hangup_by, hangup_cause, reservation_id, caller_id: the E.164 digits the call
+    presented or None), `row` the lead as the hangup left it,
     with the consent the call was made under (`consent`, consent_of)."""
     record(conn, CALL_ENDED, row, now, {
         "call_id": attempt["call_id"], "outcome": attempt["outcome"], "agent_id": attempt["agent_id"], "call_type": attempt["call_type"],
@@ -127,6 +135,7 @@ def call_ended(conn, row, attempt, now):
         "connect_seconds": attempt["connect_seconds"],
         "late_connect": None if attempt["late_connect"] is None else bool(attempt["late_connect"]),
         "hangup_by": attempt["hangup_by"], "hangup_cause": attempt["hangup_cause"], "consent": consent_of(row),
+        "caller_id": None if attempt.get("caller_id") is None else e164.text(attempt["caller_id"]),
         "lead": lead_state(row)})
 
 

@@ -15,8 +15,10 @@ from datetime import timedelta
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import inserted_id, queries
+from dialerapi.rules.caller_ids import choice as caller_id_choice
 from dialerapi.rules.compliance import abandons, contact_caps, do_not_call
 from dialerapi.rules.config.dialer import load_config
+from dialerapi.rules.core.kinds import ClaimKind
 from dialerapi.rules.core.vocabulary import (
     DISPOSED,
     OUTCOMES,
@@ -40,8 +42,8 @@ from dialerapi.rules.leads.transitions import (
 def write_lead(conn, row, changes, now):
     """Write `changes` onto the locked master `row`; return the row as it now stands.
 
-    When `changes` set callback_agent_id (a claim, a callback, a disposition), the
-    owners before and after are told their list of personal callbacks changed (events.notify).
+    `changes` may set caller_id (a claim: the number it presents, rules.caller_ids.choice). When
+    `changes` set callback_agent_id (a claim, a callback, a disposition), the owners before and after are told their list of personal callbacks changed (events.notify).
     When they hold abandons.CALL_MOMENTS_FORGOTTEN (the end of a call), the call's moments are
     cleared in the same statement.
     """
@@ -49,6 +51,7 @@ def write_lead(conn, row, changes, now):
     set_owner = "callback_agent_id" in changes
     queries.write_dial_state(conn, id=row["id"], updated_at=now, set_owner=set_owner,
                              callback_agent_id=changes.get("callback_agent_id"),
+                             set_caller_id="caller_id" in changes, caller_id=changes.get("caller_id"),
                              forget_call_moments=changes.keys() >= abandons.CALL_MOMENTS_FORGOTTEN.keys(),
                              **{c: updated[c] for c in DIAL_STATE_COLUMNS})
     if set_owner:
@@ -125,9 +128,13 @@ def settle(conn, oli_id, outcome, now, *, tz, grace_minutes, release_retry_ms, a
         agent_connected_at=connected_at, connect_seconds=verdict["connect_seconds"],
         late_connect=None if verdict["connect_seconds"] is None else int(verdict["late_connect"]),
     )
+    # The number the claim presented (an inbound call presents none: the customer dialed).
+    attempt["caller_id"] = row.get("caller_id") if call_type != ClaimKind.INBOUND else None
     if OUTCOMES[outcome][0] is None:
-        # It rang nobody; the leads it held are due again.
+        # It rang nobody; the leads it held are due again, and its caller ID presented no call.
         lead_events.hold_ended(conn, contact_caps.forget(conn, row, now), now, "attempt_given_back")
+        if attempt["caller_id"]:
+            caller_id_choice.give_back(conn, row)
     queries.insert_call_attempt(conn, lead_id=row["id"], oli_id=oli_id, result=OUTCOMES[outcome][1],
                                 form_type=row["form_type"], **attempt)
     attempt["call_id"] = inserted_id(conn)

@@ -13,6 +13,8 @@ from dialerapi.rules.agents import availability
 # An agent's state on the floor, from availability.unavailable_reason (the one rule of who may take a
 # call), in that rule's order: the first reason that applies names the state.
 from dialerapi.rules.agents.state_history import STATES
+from dialerapi.rules.caller_ids import pools as caller_id_pools
+from dialerapi.rules.caller_ids.choice import pool_of as caller_id_pool_of
 from dialerapi.rules.campaigns import operations
 from dialerapi.rules.compliance import abandons, claim_checks, contact_caps
 from dialerapi.rules.config import dialer as dialer_config
@@ -45,8 +47,10 @@ def floor_state(conn, now, form_type, tz):
     states a rule holds back from a progressive claim} for do_not_call, outside_calling_window and
     each calling rule's reason (claim_checks.HELD_REASONS), as counted at
     "leads_held_counted_at" (ISO 8601 UTC, once a minute by claim_checks.count_held; null before the
-    first count)},
-    ...]} in form_type order; "floor_abandons": the same
+    first count), "caller_id": {pool, headroom_today, headroom_share} of the pool its campaign
+    presents from (null while the floor has no caller IDs)},
+    ...]} in form_type order; "caller_id_pools": rules.caller_ids.pools.report ([] without caller
+    IDs); "floor_abandons": the same
     windows summed over those form_types (zeros with none). A form_type no agent has
     appears only when asked for by name (its agents all 0). Due callbacks count only inside the
     work window when outbound_obey_work_hours = 1, as the claim takes them.
@@ -84,9 +88,16 @@ def floor_state(conn, now, form_type, tz):
             "campaign": operations.status(config, name, now, tz),
             "leads_held": held.get(name, dict.fromkeys(claim_checks.HELD_REASONS, 0)),
         })
+    pools = caller_id_pools.report(conn, now, config, [row["form_type"] for row in report])
+    by_pool = {pool["pool"]: pool for pool in pools}
+    for row in report:
+        pool = by_pool.get(caller_id_pool_of(config.of(row["form_type"])))
+        row["caller_id"] = pool and {"pool": pool["pool"], "headroom_today": pool["headroom_today"],
+                                     "headroom_share": pool["headroom_share"]}
     return {"maintenance": bool(config.isMaintainance), "leads_due_cap": DUE_CAP, "leads_held_counted_at": counted_at,
             "work_window": work_window_state(now, config, tz),
-            "floor_abandons": abandons.floor_total(rates, config.amd_false_positive_share), "form_types": report}
+            "floor_abandons": abandons.floor_total(rates, config.amd_false_positive_share), "form_types": report,
+            "caller_id_pools": pools}
 
 
 def work_window_state(now, config, tz):

@@ -14,6 +14,7 @@ from dialerapi.rules.events import lead_events
 from dialerapi.rules.leads import push
 from dialerapi.rules.views import lead as lead_read
 from dialerapi.sides.crm import schemas
+from dialerapi.sides.crm.caller_ids import caller_ids_bp
 from dialerapi.sides.crm.campaigns import campaigns_bp
 from dialerapi.sides.crm.dnc import dnc_bp
 from dialerapi.upkeep import observability
@@ -23,7 +24,7 @@ leads_bp = Blueprint("leads", __name__)
 callbacks_bp = Blueprint("callbacks", __name__)
 results_bp = Blueprint("results", __name__)
 
-blueprints = (leads_bp, callbacks_bp, results_bp, campaigns_bp, dnc_bp)
+blueprints = (leads_bp, callbacks_bp, results_bp, campaigns_bp, dnc_bp, caller_ids_bp)
 
 # Built once: the reads are the CRM's most frequent calls, and a schema costs more to build than to use.
 LEAD_READ = schemas.LeadReadQuery()

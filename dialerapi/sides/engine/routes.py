@@ -13,6 +13,7 @@ from dialerapi.rules.dialing import engine
 from dialerapi.rules.views import floor
 from dialerapi.sides.engine import schemas
 from dialerapi.sides.engine.schemas import EngineFloorSchema
+from dialerapi.upkeep import observability
 from dialerapi.web.requests import db_timezone, json_body, load
 
 engine_bp = Blueprint("engine", __name__, url_prefix="/engine")
@@ -22,14 +23,18 @@ blueprints = (engine_bp,)
 
 @engine_bp.post("/claim")
 def engine_claim():
-    """Reserve a lead for the dialing engine (lead-intake-api.md, "Claim and retry rules"): 200 {ok, lead or null}.
+    """Reserve a lead for the dialing engine (lead-intake-api.md, "Claim and retry rules"): 200 {ok, lead or null,
+    caller_id or null}.
 
     404 unknown_agent / unknown_oli_id; 409 maintenance, lead_in_flight, not_claimable (with
     `reason`), idempotency_conflict (docs/engine/api.md, "The engine API": the error table, mode by mode).
     """
     claim = load(schemas.load_engine_claim, json_body())
     tz = db_timezone()
-    return {"ok": True, **get_db().run(engine.claim, claim, clock.now(tz), tz)}
+    answer, fresh = get_db().run(engine.claim, claim, clock.now(tz), tz)
+    if fresh:
+        observability.count_presented(answer["caller_id"])
+    return {"ok": True, **answer}
 
 
 @engine_bp.post("/bridge")

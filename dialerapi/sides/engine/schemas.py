@@ -2,12 +2,22 @@
 (decisions.md D1), times per D2, on the shared types of web.fields.
 """
 
+from marshmallow import ValidationError, validates_schema
 from marshmallow.validate import Length, OneOf, Range
 
 from dialerapi.rules.agents.roster import CONNECTED_CALL_TYPES
 from dialerapi.rules.core.vocabulary import CALL_TYPES, OUTCOMES, REDIAL
 from dialerapi.rules.dialing.engine import CLAIM_MODES
-from dialerapi.web.fields import EMPLOYEE_ID, ApiSchema, OliId, StrictBoolean, StrictInteger, Text, WallClockDateTime
+from dialerapi.web.fields import (
+    EMPLOYEE_ID,
+    ApiSchema,
+    OliId,
+    PhoneNumber,
+    StrictBoolean,
+    StrictInteger,
+    Text,
+    WallClockDateTime,
+)
 
 
 def _request_id():
@@ -56,8 +66,29 @@ class NamedClaimSchema(ApiSchema):
                        "against them. Default false."})
 
 
+class InboundClaimSchema(ApiSchema):
+    """POST /engine/claim, mode inbound: {mode, request_id, agent_id, oli_id} (that lead), or
+    {mode, request_id, agent_id, phone_number, dialed_number?} (a return call: the customer's
+    number and the caller ID they dialed, docs/operations/caller-ids.md)."""
+
+    mode = Text(required=True, validate=OneOf(["inbound"]))
+    request_id = _request_id()
+    agent_id = StrictInteger(required=True, validate=EMPLOYEE_ID)
+    oli_id = _engine_oli_id()
+    phone_number = PhoneNumber(metadata={"description": "The caller's number, instead of oli_id: the lead last "
+                                                        "called from dialed_number to it, else its latest lead"})
+    dialed_number = PhoneNumber(metadata={"description": "The floor's number the customer dialed (a caller ID)"})
+
+    @validates_schema
+    def one_lead(self, data, **kwargs):
+        if ("oli_id" in data) == ("phone_number" in data):
+            raise ValidationError("give oli_id, or the caller's phone_number", "oli_id")
+        if "dialed_number" in data and "phone_number" not in data:
+            raise ValidationError("goes with phone_number (a return call)", "dialed_number")
+
+
 CLAIM_SCHEMAS = {"progressive": ProgressiveClaimSchema, "predictive": PredictiveClaimSchema,
-                 REDIAL: NamedClaimSchema, "inbound": NamedClaimSchema}
+                 REDIAL: NamedClaimSchema, "inbound": InboundClaimSchema}
 
 
 class EngineClaimSchema(ApiSchema):

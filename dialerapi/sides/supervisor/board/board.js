@@ -111,6 +111,35 @@
     box.textContent = "";
     floor.form_types.forEach(function (ft) { box.appendChild(tile(ft, floor.leads_due_cap)); });
     setFormTypes(floor.form_types.map(function (ft) { return ft.form_type; }));
+    renderPools(floor.caller_id_pools || []);
+  }
+
+  // Each caller-ID pool's numbers and the calls they may still present today
+  // (docs/operations/caller-ids.md, "Watched"): a pool a campaign uses with no active number
+  // refuses its claims; one under the floor's headroom share runs dry before the day ends.
+  function renderPools(pools) {
+    var box = $("pools");
+    box.textContent = "";
+    pools.forEach(function (pool) {
+      var el = document.createElement("article");
+      el.className = "pool";
+      el.dataset.pool = pool.pool;
+      el.dataset.level = pool.empty ? "red" : (pool.low ? "amber" : "green");
+      var h = document.createElement("h2");
+      h.textContent = "caller IDs: " + pool.pool;
+      el.appendChild(h);
+      var line = document.createElement("div");
+      line.dataset.figure = "caller_ids";
+      line.textContent = pool.active + " active · " + pool.at_cap + " at their cap · " + pool.flagged + " flagged";
+      el.appendChild(line);
+      var headroom = document.createElement("div");
+      headroom.dataset.figure = "headroom_today";
+      headroom.textContent = "today " + pool.headroom_today + " of " + pool.capacity_today + " calls left" +
+        (pool.empty ? ": NO ACTIVE NUMBER" : (pool.low ? ": LOW" : "")) +
+        (pool.used_by.length ? " · " + pool.used_by.join(", ") : "");
+      el.appendChild(headroom);
+      box.appendChild(el);
+    });
   }
 
   // The campaign filter is rebuilt only when its campaigns change: rebuilt at every tiles frame, it
