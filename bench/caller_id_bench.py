@@ -11,8 +11,9 @@ its area code, an Indian one any number of its pool. The daily cap is set above 
 so every claim presents a number. Each round claims for a random agent in its own transaction and
 rolls back, alternating a floor with the numbers and the same floor without them (the config
 held with `fixed_config`, caller_ids_on true or false: both read it without a statement, so the
-difference is the choice alone). The numbers and the campaigns are taken away afterwards, so
-bench/claim_bench.py measures the floor it always did.
+difference is the choice alone). Then the engine's view: claims through gunicorn with wrk
+(bench/claim_bench.py's over_http), with the numbers and without them. The numbers and the
+campaigns are taken away afterwards, so bench/claim_bench.py measures the floor it always did.
 
 Prints a table and writes bench-results-caller-ids.json.
 """
@@ -25,7 +26,7 @@ import random
 import statistics
 from datetime import datetime
 
-from claim_bench import AGENTS, FORM_TYPES, LEADS, UTC, percentile, prepare, timed_claim
+from claim_bench import AGENTS, FORM_TYPES, HTTP_SECONDS, LEADS, UTC, over_http, percentile, prepare, timed_claim
 
 from dialerapi.plumbing import clock
 from dialerapi.plumbing.db import Database
@@ -59,6 +60,10 @@ def take_away(conn):
         cur.execute("DELETE FROM dialerapi_campaigns WHERE updated_by = 'bench'")
 
 
+def http_figures(report):
+    return {key: report[key] for key in ("requests", "status_errors", "p50_ms", "p99_ms", "max_ms")}
+
+
 def main():
     now = clock.now(UTC)
     db = Database(prepare(now), pool_size=2)
@@ -81,6 +86,14 @@ def main():
                     row, took = timed_claim(db, rng.randint(1, AGENTS), now)
                 ms[name].append(took)
                 presented += name == "caller_ids" and row is not None and row["caller_id_choice"] is not None
+        # The engine's view: claims through gunicorn at 50 a second (wrk), with the numbers, then
+        # without them (claim_bench.over_http; BENCH_HTTP_SECONDS, 0 for none).
+        http = {}
+        if HTTP_SECONDS:
+            http["with_caller_ids"] = http_figures(over_http(db.url)[0])
+            with db.transaction() as conn:
+                take_away(conn)
+            http["without_caller_ids"] = http_figures(over_http(db.url)[0])
     finally:
         with db.transaction() as conn:
             take_away(conn)
@@ -95,7 +108,7 @@ def main():
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "leads": LEADS, "agents": AGENTS, "numbers": len(POOLS) * len(AREA_CODES) * PER_AREA_CODE, "pools": len(POOLS),
         "with_caller_ids": figures(ms["caller_ids"]), "without_caller_ids": figures(ms["none"]),
-        "claims_presenting_a_number": presented,
+        "claims_presenting_a_number": presented, "http": http,
     }
     result["p99_ratio"] = round(result["with_caller_ids"]["p99_ms"] / result["without_caller_ids"]["p99_ms"], 3)
     result["p50_ratio"] = round(result["with_caller_ids"]["p50_ms"] / result["without_caller_ids"]["p50_ms"], 3)
@@ -109,6 +122,12 @@ def main():
         print(f"{label:28}{f['p50_ms']:>10}{f['p99_ms']:>10}{f['max_ms']:>10}")
     print(f"p99 ratio {result['p99_ratio']} (target <= {TARGET_RATIO}: {'met' if result['target_met'] else 'NOT met'}),"
           f" p50 ratio {result['p50_ratio']}; {presented} of {ROUNDS} claims presented a number")
+    if http:
+        http["p99_ratio"] = round(http["with_caller_ids"]["p99_ms"] / http["without_caller_ids"]["p99_ms"], 3)
+        print(f"over HTTP ({HTTP_SECONDS} s of claims each way at 50/s): p50 / p99 "
+              f"{http['with_caller_ids']['p50_ms']} / {http['with_caller_ids']['p99_ms']} ms with caller IDs, "
+              f"{http['without_caller_ids']['p50_ms']} / {http['without_caller_ids']['p99_ms']} ms without; "
+              f"p99 ratio {http['p99_ratio']}")
     with open("bench-results-caller-ids.json", "w") as out:
         json.dump(result, out, indent=2)
 
