@@ -69,3 +69,11 @@ def test_a_wrong_change_answers_d3_and_changes_nothing(client, auth, sql, floor_
 def test_a_wrong_query_answers_d3(client, auth, query, field):
     answer = client.get("/api/caller-ids", query_string=query, headers=auth)
     assert answer.status_code == 400 and [detail["field"] for detail in answer.get_json()["details"]] == [field]
+
+
+@pytest.mark.parametrize("pool", ["Raleigh", "r\u00e4leigh", "a" * 65, ""])
+def test_a_wrong_pool_name_is_refused_naming_pool(client, auth, pool):
+    """A pool's name is checked before it reaches the database (its column is ASCII)."""
+    answer = client.get("/api/caller-ids", query_string={"pool": pool}, headers=auth)
+    assert answer.status_code == 400, answer.get_json()
+    assert answer.get_json()["details"][0]["field"] == "pool"

@@ -68,7 +68,8 @@ def operations(json, error, writes, limited, common, security, supervisor_securi
             "tags": ["caller IDs"], "security": security + supervisor_security,
             "summary": "A page of the floor's caller IDs in number order",
             "parameters": [{"in": "query", "name": name, "schema": schema} for name, schema in (
-                ("pool", {"type": "string", "minLength": 1, "maxLength": 64}), ("state", {"type": "string", "enum": STATES}),
+                ("pool", {"type": "string", "pattern": CALLER_ID_POOL.pattern}),
+                ("state", {"type": "string", "enum": STATES}),
                 ("after", {"type": "string", "minLength": 1, "maxLength": NUMBER_CHARS}),
                 ("limit", {"type": "integer", "minimum": 1, "maximum": numbers.PAGE_ROWS}))],
             "responses": {"200": json("CallerIdsResponse", "The page"),

@@ -32,6 +32,7 @@ from test_docs import route_roles
 from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVISOR_SECRET, make_app
 from dialerapi.plumbing.limits import limiter
 from dialerapi.rules.agents import state_history
+from dialerapi.rules.caller_ids import numbers
 
 pytestmark = pytest.mark.faults
 EXAMPLES = 300
@@ -102,8 +103,35 @@ def _campaign_patch(body):
             return False
     if body.get("start_date") and body.get("end_date") and body["end_date"] < body["start_date"]:
         return False
+    if isinstance(body.get("caller_id_default"), str) and not _e164(body["caller_id_default"]):
+        return False
+    if body.get("caller_id_fallback") == "default" and not body.get("caller_id_default"):
+        return False
     return body.get("calling_window_start") is None or body.get("calling_window_start") != body.get(
         "calling_window_end")
+
+
+def _e164(text):
+    try:
+        numbers.read_number(text)
+    except numbers.InvalidCallerId:
+        return False
+    return True
+
+
+def _one_lead(body):
+    # mode inbound names a lead (oli_id) or a return call (phone_number, dialed_number with it).
+    if not isinstance(body, dict) or body.get("mode") != "inbound":
+        return True
+    return ("oli_id" in body) != ("phone_number" in body) and ("dialed_number" not in body or "phone_number" in body)
+
+
+def _after_a_caller_id(query):
+    return query is None or not isinstance(query.get("after"), str) or _e164(query["after"])
+
+
+def _a_caller_id(path_parameters):
+    return _e164(path_parameters["number"])
 
 
 def _printable_name(body):
@@ -119,7 +147,11 @@ EXCLUDED = [
     ("/api/callbacks", "query", _one_agent, "exactly one of agentId and extension"),
     ("/api/reports/agents", "query", _report_range, "to not before from, at most MAX_REPORT_DAYS days"),
     ("/api/supervisor-tokens", "body", _printable_name, "a printable name"),
-    ("/api/campaigns/{form_type}", "body", _campaign_patch, "intervals, ranges and windows that open"),
+    ("/api/campaigns/{form_type}", "body", _campaign_patch,
+     "intervals, ranges and windows that open; caller_id_default a valid number, and given for fallback default"),
+    ("/engine/claim", "body", _one_lead, "mode inbound: oli_id, or the caller's phone_number (dialed_number with it)"),
+    ("/api/caller-ids", "query", _after_a_caller_id, "after: a valid number in E.164 (phonenumbers)"),
+    ("/api/caller-ids/{number}", "path_parameters", _a_caller_id, "number: a valid number in E.164 (phonenumbers)"),
 ]
 
 

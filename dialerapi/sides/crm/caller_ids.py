@@ -8,11 +8,12 @@ Imports the rules, the plumbing and web, never another side.
 """
 
 from flask import Blueprint, g, request
-from marshmallow.validate import Length, OneOf, Range
+from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from dialerapi.plumbing import clock, limits
 from dialerapi.plumbing.db import get_db
 from dialerapi.rules.caller_ids import numbers
+from dialerapi.rules.config import ranges
 from dialerapi.web.auth import CRM, SUPERVISOR, opens
 from dialerapi.sides.crm.schemas import QueryInteger
 from dialerapi.web.fields import ApiSchema, Text
@@ -27,7 +28,9 @@ NUMBER_CHARS = 32
 class CallerIdsQuery(ApiSchema):
     """GET /api/caller-ids: a page of the floor's numbers in number order."""
 
-    pool = Text(load_default=None, validate=Length(1, 64), metadata={"description": "Only this pool's numbers"})
+    pool = Text(load_default=None, validate=Regexp(ranges.CALLER_ID_POOL, error="a pool's name is 1-64 lower-case "
+                                                                          "letters, digits, - and _"),
+                metadata={"description": "Only this pool's numbers"})
     state = Text(load_default=None, validate=OneOf(STATES), metadata={"description": "active, flagged or retired"})
     after = Text(load_default=None, validate=Length(1, NUMBER_CHARS),
                  metadata={"description": "The `next` of the previous page (E.164)"})
