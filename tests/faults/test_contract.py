@@ -33,6 +33,7 @@ from conftest import DEFAULT_NOW, ENGINE_SECRET, MONITOR_SECRET, SECRET, SUPERVI
 from dialerapi.plumbing.limits import limiter
 from dialerapi.rules.agents import state_history
 from dialerapi.rules.caller_ids import numbers
+from dialerapi.rules.core.kinds import CALLER_ID_TIERS
 
 pytestmark = pytest.mark.faults
 EXAMPLES = 300
@@ -103,6 +104,10 @@ def _campaign_patch(body):
             return False
     if body.get("start_date") and body.get("end_date") and body["end_date"] < body["start_date"]:
         return False
+    match = body.get("caller_id_match")
+    if isinstance(match, list) and (len(set(match)) != len(match) or match != [tier for tier in CALLER_ID_TIERS
+                                                                               if tier in match]):
+        return False
     if isinstance(body.get("caller_id_default"), str) and not _e164(body["caller_id_default"]):
         return False
     if body.get("caller_id_fallback") == "default" and not body.get("caller_id_default"):
@@ -148,7 +153,8 @@ EXCLUDED = [
     ("/api/reports/agents", "query", _report_range, "to not before from, at most MAX_REPORT_DAYS days"),
     ("/api/supervisor-tokens", "body", _printable_name, "a printable name"),
     ("/api/campaigns/{form_type}", "body", _campaign_patch,
-     "intervals, ranges and windows that open; caller_id_default a valid number, and given for fallback default"),
+     "intervals, ranges and windows that open; caller_id_match in the order area_code, state, pool, each once;"
+     " caller_id_default a valid number, and given for fallback default"),
     ("/engine/claim", "body", _one_lead, "mode inbound: oli_id, or the caller's phone_number (dialed_number with it)"),
     ("/api/caller-ids", "query", _after_a_caller_id, "after: a valid number in E.164 (phonenumbers)"),
     ("/api/caller-ids/{number}", "path_parameters", _a_caller_id, "number: a valid number in E.164 (phonenumbers)"),

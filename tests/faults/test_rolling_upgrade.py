@@ -108,9 +108,10 @@ def test_a_rolling_upgrade_from_the_previous_release_fails_no_request(fresh_data
         time.sleep(3)
         # The migrations since the previous release (0016; 0017, issue #48's new tables; 0018, issue
         # #49's; 0019, issue #50's; 0020 and 0021, issue #64's; 0022, issue #65's; 0023 and 0024,
-        # issue #67's; 0025 and 0026, issue #68's), applied while it serves on both hosts.
+        # issue #67's; 0025 and 0026, issue #68's; 0027, the caller IDs'), applied while it serves on both
+        # hosts.
         assert [m.split(".")[0] for m in migrate.pending(url)] == [
-            "0016", "0017", "0018", "0019", "0020", "0021", "0022", "0023", "0024", "0025", "0026"]
+            "0016", "0017", "0018", "0019", "0020", "0021", "0022", "0023", "0024", "0025", "0026", "0027"]
         migrate.upgrade(url)
         time.sleep(2)
 
