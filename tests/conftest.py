@@ -42,6 +42,7 @@ from dialerapi.plumbing import config as settings
 from dialerapi.plumbing.db import connect, connect_params, get_db
 from dialerapi.plumbing.limits import limiter
 from dialerapi.rules.caller_ids import choice as caller_id_choice
+from dialerapi.rules.caller_ids import numbers as caller_id_numbers
 from dialerapi.rules.compliance import claim_checks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -547,7 +548,7 @@ def set_presented(sql, number, calls, day=None):
     day = day or DEFAULT_NOW.date()
     sql("UPDATE dialerapi_caller_ids AS c LEFT JOIN dialerapi_caller_id_pools AS p ON p.caller_id = c.id"
         " SET c.presented_day = %s, c.presented_today = %s, p.presented_rank = %s WHERE c.number = %s",
-        day, calls, day.toordinal() * 1_000_000 + calls, number)
+        day, calls, caller_id_numbers.day_key(day) + calls, number)
 
 
 def contact_attempts(sql, phone_e164=None):

@@ -103,12 +103,12 @@ SET m.claim_gate = NULL, c.presented_today = IF(c.presented_day = :today, c.pres
     c.last_used_at_utc = :now_utc, c.presented_day = :today
 WHERE m.id = :lead_id;
 
--- name: give_back_caller_id(number, day, day_key)!
+-- name: give_back_caller_id(number, day, day_key, next_day_key)!
 -- An originate that failed rang nobody: its number's count of that day, and its pools' ranks of
 -- that day, give the call back.
 UPDATE dialerapi_caller_ids AS c LEFT JOIN dialerapi_caller_id_pools AS p ON p.caller_id = c.id
 SET c.presented_today = c.presented_today - 1,
-    p.presented_rank = IF(p.presented_rank > :day_key AND p.presented_rank < :day_key + 1000000,
+    p.presented_rank = IF(p.presented_rank > :day_key AND p.presented_rank < :next_day_key,
                           p.presented_rank - 1, p.presented_rank)
 WHERE c.number = :number AND c.presented_day = :day AND c.presented_today > 0;
 

@@ -30,6 +30,7 @@ the one presented longest ago instead of the lowest id.
 """
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import cachetools
 import pymysql
@@ -179,7 +180,8 @@ def give_back(conn, row):
     gives its number's count of that day back."""
     if row.get("caller_id") and row.get("reserved_at"):
         day = row["reserved_at"].date()
-        queries.give_back_caller_id(conn, number=row["caller_id"], day=day, day_key=numbers.day_key(day))
+        queries.give_back_caller_id(conn, number=row["caller_id"], day=day, day_key=numbers.day_key(day),
+                                    next_day_key=numbers.day_key(day + timedelta(days=1)))
 
 
 def _tiers(row, config, found):
