@@ -147,12 +147,8 @@ def over_http(url):
     with gunicorn("wsgi:app", 18500 + os.getpid() % 400, DATABASE_URL=url, WS_SECRET="bench-crm-secret-0123456789",
                   ENGINE_SECRET=ENGINE_SECRET) as (base, _):
         run = f"bench{int(time.time())}"
+        before = marks(conn)
         with conn.cursor() as cur:
-            # What the run adds to the tables it cleans afterwards: other benches keep rows there
-            # (bench/abandon_bench.py, 6,000,000 call records).
-            cur.execute("SELECT (SELECT COALESCE(MAX(id), 0) FROM sales_call_attempts) AS attempts,"
-                        " (SELECT COALESCE(MAX(id), 0) FROM sales_missed_activities) AS activities")
-            before = cur.fetchone()
             cur.execute("UPDATE sales_master SET previous_dial_status = dial_status, dial_status = 'Calling',"
                         " isReserved = 1 WHERE dial_status = 'Pending' AND isReserved = 0 ORDER BY id LIMIT %s",
                         (LIVE_CALLS,))
@@ -162,25 +158,46 @@ def over_http(url):
                         " previous_dial_status = NULL WHERE dial_status = 'Calling' AND isReserved = 1")
         claimed = wrk("engine_claim.lua", base, HTTP_SECONDS, ENGINE_SECRET=ENGINE_SECRET, BENCH_AGENTS=AGENTS,
                       BENCH_RATE=RATE, BENCH_RUN=run)
-        with conn.cursor() as cur:
-            cur.execute("SELECT id, previous_dial_status, oli_id, " + ", ".join(RESTORED) +
-                        " FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1")
-            live = cur.fetchall()
+        live = claimed_leads(conn)
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as listing:
             listing.write("".join(f"{row['oli_id']}\n" for row in live))
             listing.flush()
             settled = wrk("engine_settle.lua", base, 2 * HTTP_SECONDS + 30, ENGINE_SECRET=ENGINE_SECRET,
                           BENCH_RATE=RATE, BENCH_RUN=run, BENCH_OLI_FILE=listing.name)
+    put_back(conn, live, before)
+    conn.close()
+    return claimed, floor_state, settled, len(live)
+
+
+def marks(conn):
+    """The last ids of the tables an HTTP run adds to, which put_back cleans after it: other benches
+    keep rows there (bench/abandon_bench.py, 6,000,000 call records)."""
     with conn.cursor() as cur:
-        cur.executemany(
-            "UPDATE sales_master SET dial_status = %(previous_dial_status)s, isReserved = 0, previous_dial_status = NULL, "
-            + ", ".join(f"{column} = %({column})s" for column in RESTORED) + " WHERE id = %(id)s", live)
+        cur.execute("SELECT (SELECT COALESCE(MAX(id), 0) FROM sales_call_attempts) AS attempts,"
+                    " (SELECT COALESCE(MAX(id), 0) FROM sales_missed_activities) AS activities")
+        return cur.fetchone()
+
+
+def claimed_leads(conn):
+    """The leads claims through HTTP left reserved, with what put_back restores."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT id, previous_dial_status, oli_id, " + ", ".join(RESTORED) +
+                    " FROM sales_master WHERE dial_status = 'Calling' AND isReserved = 1")
+        return cur.fetchall()
+
+
+def put_back(conn, live, before):
+    """The leads `live` (claimed_leads) as they were before their claims, and the rows the run added
+    since `before` (marks) taken away (autocommit `conn`)."""
+    with conn.cursor() as cur:
+        if live:
+            cur.executemany(
+                "UPDATE sales_master SET dial_status = %(previous_dial_status)s, isReserved = 0, previous_dial_status = NULL, "
+                + ", ".join(f"{column} = %({column})s" for column in RESTORED) + " WHERE id = %(id)s", live)
         cur.execute("DELETE FROM sales_call_attempts WHERE id > %s", (before["attempts"],))
         cur.execute("DELETE FROM sales_missed_activities WHERE id > %s", (before["activities"],))
         cur.execute("DELETE FROM dialerapi_engine_replies")
         cur.execute("DELETE FROM dialerapi_abandon_counts WHERE node NOT LIKE 'bench:%%'")
-    conn.close()
-    return claimed, floor_state, settled, len(live)
 
 
 def busy_floor(url, now, unlawful=None):

@@ -80,6 +80,21 @@ def test_area_code_then_state_then_pool_the_least_presented_first(new_lead, floo
     assert json.loads(event["body"])["caller_id"] == "+13055550100"
 
 
+def test_the_state_tier_is_the_region_the_crm_gave_not_the_numbers_area_code(new_lead, floor_agent, run, client):
+    """A customer who moved keeps their number: the state match reads the lead's place as its calling
+    rules do (the CRM's region first; rules.compliance.places), on a progressive claim and a redial."""
+    floor_agent(501)
+    add(run, "+13055550100")  # Florida
+    add(run, "+15185550100")  # New York, as the lead's 212 is
+    new_lead("MOVED-1", phone_number="+1 212 555 1234", region="US-FL")
+    new_lead("MOVED-2", phone_number="+1 212 555 4321", region="US-FL")
+    assert claim(run)[1] == {"number": "+13055550100", "pool": "default", "match": "state"}
+    redial = client.post("/engine/claim", headers=ENGINE, json={
+        "mode": "redial", "agent_id": 501, "oli_id": "MOVED-2", "request_id": "moved-2"})
+    assert redial.status_code == 200, redial.get_json()
+    assert redial.get_json()["caller_id"] == {"number": "+13055550100", "pool": "default", "match": "state"}
+
+
 def test_the_longest_area_prefix_wins_over_a_less_presented_shorter_one(new_lead, floor_agent, run, sql):
     floor_agent(501)
     add(run, "+441387123456")  # area code 1387 (Dumfries)

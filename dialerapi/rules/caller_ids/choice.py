@@ -5,7 +5,7 @@ Once the floor has a number (DialerConfig.caller_ids_on), every progressive, pre
 claim presents one of its campaign's pool (caller_id_pool, else the floor's
 caller_id_default_pool), by the campaign's chain (caller_id_match): a number of the lead's area
 code (the longest prefix of its E.164 digits wins, as VICIdial's AC-CID table does), else of its
-state (its region as the calling rules place it: rules.compliance.places), else any of the pool.
+state (its region as its calling profile places it: claim_checks.lead_regions), else any of the pool.
 With caller_id_sticky, a lead called before sees the number it last saw first. Among the eligible
 numbers (active, under today's cap) of the best tier, the one presented least today, ties to the
 lowest id. When none is eligible, `caller_id_fallback` refuse fails closed (the claim passes the
@@ -38,7 +38,7 @@ import pymysql
 from dialerapi.plumbing.db import queries
 from dialerapi.rules.caller_ids import numbers
 from dialerapi.rules.campaigns import operations
-from dialerapi.rules.compliance import places
+from dialerapi.rules.compliance import claim_checks
 from dialerapi.rules.core import e164
 from dialerapi.rules.core.kinds import CallerIdFallback, CallerIdMatch
 from dialerapi.rules.events.lead_events import utc_now
@@ -116,7 +116,8 @@ def directory(conn, pool, generation):
 
 
 def check_locked(conn, row, now, config):
-    """(refusal, Candidates) of the locked lead `row` under its campaign's DialerConfig `config`:
+    """(refusal, Candidates) of the locked lead `row`, past claim_checks.verdict (which keeps its
+    calling profile current), under its campaign's DialerConfig `config`:
     operations.check_locked's refusal (campaign_paused, campaign_ended or None), its campaign's
     state read inside the claim gate by the statement that reads the caller IDs the lead may
     present (another statement only when its best tier has no eligible number). The lead leaves the
@@ -129,7 +130,7 @@ def check_locked(conn, row, now, config):
     pool = pool_of(config)
     params = {"form_type": row["form_type"], "pool": pool, "day_key": numbers.day_key(now.date()),
               "floor_cap": config.caller_id_daily_cap, "max_rows": CANDIDATES}
-    tiers = _tiers(row, config, directory(conn, pool, config.caller_ids_generation))
+    tiers = _tiers(conn, row, config, directory(conn, pool, config.caller_ids_generation))
     rows = _read(conn, tiers[0], params) if tiers else []
     state = rows[0]["campaign_state"] if rows else queries.campaign_state(conn, form_type=row["form_type"])
     sticky = row.get("caller_id") if config.caller_id_sticky and row.get("call_count") else None
@@ -184,7 +185,7 @@ def give_back(conn, row):
                                     next_day_key=numbers.day_key(day + timedelta(days=1)))
 
 
-def _tiers(row, config, found):
+def _tiers(conn, row, config, found):
     """[(CallerIdMatch, key)] of the campaign's chain that the pool `found` (a Directory) holds for
     the lead `row`: each of its area prefixes the pool has, longest first; the first of its
     regions the pool has; the pool."""
@@ -195,8 +196,7 @@ def _tiers(row, config, found):
             tiers += [(match, lead_number[:length]) for length in PREFIX_LENGTHS
                       if lead_number[:length] in found.area_prefixes]
         elif match == CallerIdMatch.STATE and found.regions:
-            regions, _ = places.place(row.get("region"), row.get("postal_code"), row.get("phone_e164"))
-            tiers += [(match, name) for name in regions if name in found.regions][:1]
+            tiers += [(match, name) for name in claim_checks.lead_regions(conn, row) if name in found.regions][:1]
         elif match == CallerIdMatch.POOL:
             tiers.append((match, None))
     return tiers

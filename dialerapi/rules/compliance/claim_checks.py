@@ -204,6 +204,18 @@ def _stale_profile(conn, row, names):
     return known.get(zone_id) != names
 
 
+def lead_regions(conn, row):
+    """The regions of the locked lead `row` (a sorted tuple, () when nothing places the customer) as
+    its calling profile names them: the CRM's region, else its postal code's state, else its
+    number's by area code (rules.compliance.places), read from its call_zone_id without reading the
+    number again. verdict keeps that id current, so a claim asks after verdict."""
+    zone_id = row.get("call_zone_id")
+    names = _known_zones(conn).get(zone_id)
+    if names is None:
+        names = _known_zones(conn, reload=True).get(zone_id, ())
+    return calling_rules.split(names)[1]
+
+
 def lead_profile(lead, config):
     """(E.164 digits or None, calling profile names, place source) of a lead (a dict with
     phone_number and, when known, region, postal_code, consent_type): its IANA zones, regions

@@ -357,17 +357,18 @@ def claim_lead(conn, agent_id, oli_id, now, call_type=vocabulary.REDIAL, tz=None
     in_call = row.pop("number_in_call")
     if row["isReserved"]:
         raise NotClaimable("lead_in_flight")
-    caller_ids = None
-    if call_type != "inbound":
-        reason = operations.refusal(config, row["form_type"], now)
-        if not reason:
-            reason, caller_ids = caller_id_choice.check_locked(conn, row, now, config.of(row["form_type"]))
-        if reason:
-            raise NotClaimable(reason, campaigns=[operations.status(config, row["form_type"], now, tz)])
-    config = config.of(row["form_type"])
+    floor, config = config, config.of(row["form_type"])
+    reason = operations.refusal(floor, row["form_type"], now) if call_type != "inbound" else None
+    if reason:
+        raise NotClaimable(reason, campaigns=[operations.status(floor, row["form_type"], now, tz)])
     reason, figures = claim_checks.verdict(conn, row, now, _zone(tz, config), config, call_type)
     if reason:
         raise NotClaimable(reason, **figures)
+    caller_ids = None
+    if call_type != "inbound":
+        reason, caller_ids = caller_id_choice.check_locked(conn, row, now, config)
+        if reason:
+            raise NotClaimable(reason, campaigns=[operations.status(floor, row["form_type"], now, tz)])
     if in_call is not None and call_type != "inbound":
         raise NotClaimable(NUMBER_IN_CALL, oli_id_in_call=in_call)
     hit, ticket = contact_caps.check(conn, row, now, tz, config.contact_caps if counted else (), counted)
