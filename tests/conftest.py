@@ -8,6 +8,7 @@ get their clock from libfaketime, started at a moment the test chose (`faketime.
 `make test-clock` runs the suite with the machine's clock and DB_TIMEZONE moved (clock_matrix.py).
 """
 
+import configparser
 import json
 import os
 import re
@@ -508,6 +509,13 @@ def live_server(database_url, tmp_path_factory):
     server = start_gunicorn(database_url, tmp_path_factory.mktemp("gunicorn") / "gunicorn.log")
     yield server
     server.stop()
+
+
+def release_version():
+    """The version setup.cfg gives the package: the one place a release's version is written."""
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    return parser["metadata"]["version"]
 
 
 def own_number(oli_id):

@@ -242,8 +242,10 @@ def test_the_crm_lists_and_unlists_a_number_over_http_honoured_at_the_next_claim
     floor_agent()
     push("A", phone(214, 1))
     push("B", phone(214, 1))
-    listed = client.post("/api/dnc", json={"phone": phone(214, 1), "reason": "revoked", "oli_id": "A"}, headers=auth)
-    assert listed.status_code == 201 and listed.get_json() == {"ok": True, "phone": "+12142010001", "added": True}
+    listed = client.post("/api/dnc", json={"phone_number": phone(214, 1), "reason": "revoked", "oli_id": "A"},
+                         headers=auth)
+    assert listed.status_code == 201 and listed.get_json() == {
+        "ok": True, "phone_number": "+12142010001", "phone": "+12142010001", "added": True}
     again = client.post("/api/dnc", json={"phone": "+1 (214) 201-0001", "reason": "request"}, headers=auth)
     assert again.status_code == 200 and again.get_json()["added"] is False
     events = sql("SELECT oli_id, body FROM dialerapi_lead_events WHERE type = 'lead.do_not_call' ORDER BY oli_id")
@@ -251,22 +253,38 @@ def test_the_crm_lists_and_unlists_a_number_over_http_honoured_at_the_next_claim
     assert [(row["oli_id"], row["source"]) for row in events] == [("A", "revoked"), ("B", "revoked")]
     assert run(claims.claim_next, 501, clock.now(TZ), tz=TZ) is None
     removed = client.delete("/api/dnc/+12142010001", headers=auth)
-    assert removed.status_code == 200 and removed.get_json() == {"ok": True, "phone": "+12142010001", "removed": True}
+    assert removed.status_code == 200 and removed.get_json() == {
+        "ok": True, "phone_number": "+12142010001", "phone": "+12142010001", "removed": True}
     assert client.delete("/api/dnc/+12142010001", headers=auth).get_json()["removed"] is False
     assert run(claims.claim_next, 501, clock.now(TZ), tz=TZ)["oli_id"] in ("A", "B")
 
 
-@pytest.mark.parametrize("body", [{"phone": "12", "reason": "revoked"}, {"phone": phone(214, 1), "reason": "angry"},
-                                  {"phone": phone(214, 1)}, {"phone": phone(214, 1), "reason": "revoked", "x": 1}])
-def test_a_bad_dnc_request_is_a_clear_400_and_lists_nothing(client, auth, sql, body):
+@pytest.mark.parametrize("body, field", [
+    ({"phone_number": "12", "reason": "revoked"}, "phone_number"),
+    ({"phone": "12", "reason": "revoked"}, "phone"),
+    ({"phone_number": phone(214, 1), "reason": "angry"}, "reason"),
+    ({"phone_number": phone(214, 1)}, "reason"),
+    ({"phone_number": phone(214, 1), "reason": "revoked", "x": 1}, "x"),
+    ({"reason": "revoked"}, "phone_number"),
+    ({"phone_number": phone(214, 1), "phone": phone(214, 1), "reason": "revoked"}, "phone"),
+])
+def test_a_bad_dnc_request_is_a_clear_400_naming_its_field_and_lists_nothing(client, auth, sql, body, field):
     response = client.post("/api/dnc", json=body, headers=auth)
     assert response.status_code == 400 and response.get_json()["error"] == "validation_failed"
-    assert response.get_json()["details"]
+    assert field in [detail["field"] for detail in response.get_json()["details"]], response.get_json()
     assert list(sql("SELECT phone FROM dialerapi_dnc")) == []
 
 
+def test_the_dnc_request_takes_phone_as_the_alias_of_phone_number(client, auth, sql):
+    """The push's name for a lead's number, phone_number, and the request's first name for it, phone."""
+    listed = client.post("/api/dnc", json={"phone": phone(214, 2), "reason": "request"}, headers=auth)
+    assert listed.status_code == 201 and listed.get_json() == {
+        "ok": True, "phone_number": "+12142010002", "phone": "+12142010002", "added": True}
+    assert [row["phone"] for row in sql("SELECT phone FROM dialerapi_dnc")] == [12142010002]
+
+
 def test_the_engines_key_opens_no_dnc_request(client, engine_auth):
-    response = client.post("/api/dnc", json={"phone": phone(214, 1), "reason": "revoked"}, headers=engine_auth)
+    response = client.post("/api/dnc", json={"phone_number": phone(214, 1), "reason": "revoked"}, headers=engine_auth)
     assert response.status_code in (401, 403)
 
 
@@ -434,7 +452,7 @@ def test_a_campaign_marked_consent_required_all_refuses_the_redial_of_an_unconse
 def test_a_number_phonenumbers_cannot_read_is_listed_and_removed_by_its_digits(client, auth, sql):
     """As a push stores such a phone (D4: 10-15 digits), the list takes it as its digits: the
     OpenAPI document's phone is the push's, and every phone it allows is answered 2xx."""
-    listed = client.post("/api/dnc", json={"phone": "0000000000", "reason": "registry"}, headers=auth)
+    listed = client.post("/api/dnc", json={"phone_number": "0000000000", "reason": "registry"}, headers=auth)
     assert listed.status_code == 201 and listed.get_json()["added"] is True
     assert client.delete("/api/dnc/0000000000", headers=auth).get_json()["removed"] is True
     assert client.delete("/api/dnc/0000000000", headers=auth).get_json()["removed"] is False

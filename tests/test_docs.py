@@ -181,6 +181,58 @@ def test_the_readme_is_short_and_links_only_to_pages_that_exist():
     assert links and [link for link in links if not (ROOT / link).exists()] == []
 
 
+# Each reader the README's and docs/index.md's "You are" tables give their pages, in this order.
+READERS = ("CRM developer", "engine developer", "agent-desktop developer", "supervisor", "operator",
+           "compliance officer", "planner", "contributor")
+
+
+def reader_pages(text, prefix):
+    """{reader: [page paths under docs/]} of a "You are" table, its links starting with `prefix`."""
+    rows = {}
+    for line in text.splitlines():
+        found = re.match(r"\| An? \*\*([^*]+)\*\*[^|]*\| (.*) \|$", line)
+        if found:
+            links = re.findall(r"\]\(([^)#]+)", found.group(2))
+            assert all(link.startswith(prefix) for link in links), line
+            rows[found.group(1)] = [link.removeprefix(prefix) for link in links]
+    return rows
+
+
+def site_navigation():
+    """The pages mkdocs.yml's nav lists (its Python tags, which only the build needs, read as None)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    pages = []
+
+    def walk(entry):
+        if isinstance(entry, str):
+            pages.append(entry)
+        for child in entry.values() if isinstance(entry, dict) else entry if isinstance(entry, list) else ():
+            walk(child)
+
+    walk(yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader)["nav"])
+    return pages
+
+
+def test_the_readme_and_the_index_give_every_reader_the_same_pages():
+    index = reader_pages((DOCS / "index.md").read_text(encoding="utf-8"), "")
+    readme = reader_pages((ROOT / "README.md").read_text(encoding="utf-8"), "docs/")
+    assert tuple(index) == READERS
+    assert readme == index
+    assert [page for pages in index.values() for page in pages if not (DOCS / page).exists()] == []
+
+
+def test_every_page_is_linked_from_the_index_or_the_navigation():
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    linked = set(site_navigation()) | set(re.findall(r"\]\(([^)#]+\.md)", index))
+    pages = {str(path.relative_to(DOCS)) for path in DOCS.rglob("*.md")}
+    assert sorted(pages - linked) == []
+
+
 def test_every_setting_has_a_meaning_for_the_generated_reference():
     assert [name for name, setting in SETTINGS.items() if len(setting.doc) < 10] == []
 

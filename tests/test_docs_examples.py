@@ -326,7 +326,7 @@ def test_health_answer(app, client, sql):
     assert_shape(shown, real, counts=("answer.metrics.requests", "answer.metrics.pending_actions",
                                       "answer.metrics.calling_rules.by_form_type"))
     meaning = ["ok", "status", "checks.db.ok", "checks.db.cluster", "checks.ami.ok", "checks.ami.configured",
-               "checks.ami.error", "metrics.agent_sockets.hosts.0.draining"]
+               "checks.ami.error", "metrics.agent_sockets.hosts.0.draining", "schema.pending", "schema.current"]
     assert picked(shown, meaning) == picked(real, meaning)
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import SECRET, make_app, utc_text
+from conftest import SECRET, make_app, release_version, utc_text
 from dialerapi.plumbing import ami
 from dialerapi.upkeep import health
 from dialerapi.plumbing import db as db_module
@@ -124,7 +124,7 @@ def test_detailed_health_healthy(database_url, fake_ami, auth, sql, new_lead, ma
         assert metrics["last_sweep_at"] == utc_text(datetime(2026, 11, 21, 10, 0))
         assert metrics["requests"]["2xx"] >= 1 and metrics["requests"]["4xx"] >= 1 and metrics["uptime_seconds"] >= 0
         assert any(line.endswith("a line for the health log") for line in body["logs"]) and len(body["logs"]) <= 20
-        assert body["version"] == "0.1.0"
+        assert body["version"] == release_version()
         assert SECRET not in response.text and AMI_SECRET not in response.text
 
 

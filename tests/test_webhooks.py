@@ -33,6 +33,7 @@ from conftest import (
     cli,
     free_port,
     make_app,
+    release_version,
     start_gunicorn,
     start_nginx,
 )
@@ -212,6 +213,7 @@ def test_the_headers_follow_standard_webhooks(receiver, endpoint, settle, dispat
     assert headers["webhook-id"] == request["event"]["id"]
     assert headers["webhook-timestamp"] == str(int(aware(NOW).timestamp()))
     assert headers["content-type"] == "application/json"
+    assert headers["user-agent"] == f"dialerapi/{release_version()} (webhooks)"
     sent_at = clock.utcnow().replace(microsecond=0)
     assert headers["webhook-signature"] == Webhook(added["secret"]).sign(headers["webhook-id"], sent_at, request["body"])
 

@@ -13,7 +13,7 @@ from flask import current_app
 from flask.cli import FlaskGroup
 
 from dialerapi import create_app
-from dialerapi.plumbing import clock
+from dialerapi.plumbing import clock, release
 from dialerapi.plumbing.clock import format_wall_clock
 from dialerapi.plumbing.config import ConfigError
 
@@ -48,7 +48,11 @@ def create_cli_app():
         raise click.ClickException(f"{exc}{hint}") from None
 
 
+# Flask's own --version names Flask's version; this one names this release's and the schema it
+# expects (plumbing.release), what an operator compares with /health's before an upgrade.
 @click.group(cls=FlaskGroup, create_app=create_cli_app, add_version_option=False)
+@click.version_option(release.VERSION, "--version", prog_name="dialerapi",
+                      message=f"%(prog)s %(version)s (schema {release.migrations()[-1]})")
 def main():
     """Operator commands of the dialerapi lead-intake service.
 

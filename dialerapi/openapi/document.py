@@ -5,8 +5,6 @@ no CDN); schemathesis checks the service against it in `make test`. Request bodi
 each side's schemas; the response shapes, which exist for the document, from responses.py.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
@@ -14,6 +12,7 @@ from dialerapi.openapi import board_responses, responses
 from dialerapi.openapi import caller_ids as caller_id_document
 from dialerapi.openapi import campaigns as campaign_document
 from dialerapi.openapi import dnc as dnc_document
+from dialerapi.plumbing import release
 from dialerapi.rules.config.campaign_settings import CampaignSettingsSchema
 from dialerapi.sides.agent import schemas as agent_schemas
 from dialerapi.sides.crm import schemas as crm_schemas
@@ -375,7 +374,7 @@ daylight saving")."""
 def build():
     """The OpenAPI 3.1 document as a dict."""
     plugin = MarshmallowPlugin()
-    spec = APISpec(title="dialerapi: lead intake and callbacks", version=_version(), openapi_version="3.1.0",
+    spec = APISpec(title="dialerapi: lead intake and callbacks", version=release.VERSION, openapi_version="3.1.0",
                    plugins=[plugin], info={"description": DESCRIPTION})
     # A phone number is a string or an integer (its metadata's anyOf); query integers are digits.
     plugin.map_to_openapi_type(shared_fields.PhoneNumber, None, None)
@@ -411,10 +410,3 @@ def build():
                                                               schemas.pop("RestrictedDate"))
     document["security"] = SECURITY
     return document
-
-
-def _version():
-    try:
-        return version("dialerapi")
-    except PackageNotFoundError:
-        return "0.0.0"

@@ -205,6 +205,18 @@ class HealthzResponseSchema(Schema):
     db = fields.Boolean(required=True)
 
 
+class DatabaseSchemaStatusSchema(Schema):
+    """/health's `schema`: the migrations the database has of this release's (plumbing.release)."""
+
+    applied = fields.String(required=True, allow_none=True,
+                            metadata={"description": "The last migration the database has (0027.caller-ids)"})
+    expected = fields.String(required=True, metadata={"description": "This release's last migration"})
+    pending = fields.List(fields.String(), required=True, allow_none=True, metadata={
+        "description": "This release's migrations the database lacks (the host answers 503 until "
+                       "`dialerapi db upgrade` applies them); null when the database did not answer"})
+    current = fields.Boolean(required=True, allow_none=True)
+
+
 class HealthResponseSchema(Schema):
     ok = fields.Boolean(required=True)
     status = fields.String(required=True, validate=OneOf(["healthy", "unhealthy"]))
@@ -223,7 +235,8 @@ class HealthResponseSchema(Schema):
                        "capacity, left, refused, workers, draining, updated_at}]} (hosts that reported in the last "
                        "60 s; draining: it got SIGTERM and is handing its sockets to the other hosts)"})
     logs = fields.List(fields.String(), required=True)
-    version = fields.String(required=True)
+    version = fields.String(required=True, metadata={"description": "This release's version (semantic versioning)"})
+    schema = fields.Nested(DatabaseSchemaStatusSchema, required=True)
 
 
 class EngineLeadSchema(Schema):

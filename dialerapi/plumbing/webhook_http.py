@@ -21,12 +21,12 @@ from urllib.parse import urlsplit
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from dialerapi.plumbing import clock
+from dialerapi.plumbing import clock, release
 from dialerapi.plumbing.config import allowed_key
 
 TIMEOUT_SECONDS = 10
 HEAD_BYTES = 200
-USER_AGENT = "dialerapi-webhooks/1"
+USER_AGENT = f"dialerapi/{release.VERSION} (webhooks)"
 
 
 class Refused(Exception):

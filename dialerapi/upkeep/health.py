@@ -9,12 +9,11 @@ import collections
 import logging
 import threading
 import time
-from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
 
 import pymysql
 
-from dialerapi.plumbing import ami, clock, socket_slots
+from dialerapi.plumbing import ami, clock, release, socket_slots
 from dialerapi.plumbing.clock import format_utc
 from dialerapi.plumbing.db import connect, queries
 from dialerapi.rules.caller_ids import pools as caller_id_pools
@@ -226,8 +225,10 @@ def _node(conn):
 
 def report(app):
     """The /health body and status (D8): 200 when the database answers now, when AMI is configured
-    the last AMI check passed, the webhooks are leaving (webhooks_check) and every socket host's
-    fan-out keeps up (socket_slots.fanout_check) (both newer than D8: docs/operations/health.md); otherwise 503.
+    the last AMI check passed, the webhooks are leaving (webhooks_check), every socket host's
+    fan-out keeps up (socket_slots.fanout_check), every campaign's caller-ID pool has an active
+    number, and the database has every migration this release expects (all newer than D8:
+    docs/operations/health.md); otherwise 503.
 
     Body: {ok, status (healthy|unhealthy), checks: {db: {ok, host (DATABASE_URL's first node), node
     (the "host:port" answering now, the first ready node), cluster (null off Galera, else
@@ -236,8 +237,9 @@ def report(app):
     pending_actions (by status), open_missed_activities, blocked_agents, last_sweep_at (ISO 8601
     UTC), last_sweep_result, agent_sockets (socket_slots.hosts_report: open sockets, capacity left
     and refusals per host), do_not_call and calling_window (compliance_report),
-    webhooks (webhooks_report)}, logs (last 20 warning/error lines of this process), version}. Never
-    a password or the secret.
+    webhooks (webhooks_report)}, logs (last 20 warning/error lines of this process), version (this
+    release's, plumbing.release), schema (release.schema: {applied, expected, pending, current};
+    pending and current null when the database did not answer)}. Never a password or the secret.
     """
     state = app.extensions["dialerapi.health"]
     config = app.config
@@ -246,11 +248,13 @@ def report(app):
     hooks = {"ok": True, "error": "not checked: the database did not answer"}
     fanout = {"ok": True, "error": "not checked: the database did not answer"}
     caller_ids = {"ok": True, "empty": [], "low": [], "error": "not checked: the database did not answer"}
+    schema = {"applied": None, "expected": release.migrations()[-1], "pending": None, "current": None}
     started = time.monotonic()
     try:
         conn = connect(config["DATABASE_URL"], DB_CHECK_TIMEOUT, DB_CHECK_TIMEOUT)
         try:
             node = _node(conn)
+            schema = release.schema(conn)
             metrics = _metrics(conn, config["DB_TIMEZONE"])
             hooks = webhooks_check(conn, config)
             fanout = socket_slots.fanout_check(metrics["agent_sockets"], config["SOCKET_FANOUT_ALERT_SECONDS"])
@@ -261,7 +265,8 @@ def report(app):
     except (pymysql.MySQLError, OSError) as exc:
         state.record_db(False, error=str(exc))
     ami_configured = bool(config["AMI_HOST"])
-    healthy = state.db and (state.ami or not ami_configured) and hooks["ok"] and fanout["ok"] and caller_ids["ok"]
+    healthy = (state.db and (state.ami or not ami_configured) and hooks["ok"] and fanout["ok"] and caller_ids["ok"]
+               and schema["current"] is not False)
     with state._lock:
         body = {
             "ok": healthy,
@@ -278,13 +283,7 @@ def report(app):
             "metrics": {"uptime_seconds": round(time.monotonic() - state.started), "requests": dict(state.requests),
                         **metrics},
             "logs": list(recent_logs.lines),
-            "version": _version(),
+            "version": release.VERSION,
+            "schema": schema,
         }
     return body, 200 if healthy else 503
-
-
-def _version():
-    try:
-        return version("dialerapi")
-    except PackageNotFoundError:
-        return "unknown"

@@ -131,6 +131,11 @@ def _one_lead(body):
     return ("oli_id" in body) != ("phone_number" in body) and ("dialed_number" not in body or "phone_number" in body)
 
 
+def _one_number(body):
+    # phone_number, or its alias phone: one of the two.
+    return not isinstance(body, dict) or ("phone_number" in body) != ("phone" in body)
+
+
 def _after_a_caller_id(query):
     return query is None or not isinstance(query.get("after"), str) or _e164(query["after"])
 
@@ -156,6 +161,7 @@ EXCLUDED = [
      "intervals, ranges and windows that open; caller_id_match in the order area_code, state, pool, each once;"
      " caller_id_default a valid number, and given for fallback default"),
     ("/engine/claim", "body", _one_lead, "mode inbound: oli_id, or the caller's phone_number (dialed_number with it)"),
+    ("/api/dnc", "body", _one_number, "phone_number or its alias phone, one of the two"),
     ("/api/caller-ids", "query", _after_a_caller_id, "after: a valid number in E.164 (phonenumbers)"),
     ("/api/caller-ids/{number}", "path_parameters", _a_caller_id, "number: a valid number in E.164 (phonenumbers)"),
 ]

@@ -83,17 +83,17 @@ def remove(conn, phone_numbers, now, source=CLI):
 def crm_list(conn, phone_number, reason, now, oli_id=None):
     """POST /api/dnc: list `phone_number` (digits, read with the floor's
     phone_default_region) for `reason` (CRM_REASONS), from the next claim of every lead with that
-    number, each with its lead.do_not_call event of source `reason`. Returns {phone (E.164 text),
-    added (False: it was listed already, with its first source kept)}."""
+    number, each with its lead.do_not_call event of source `reason`. Returns {phone_number (E.164
+    text), added (False: it was listed already, with its first source kept)}."""
     number = _crm_number(conn, phone_number)
-    return {"phone": phones.format_e164(number), "added": bool(add(conn, [number], reason, now, oli_id))}
+    return {"phone_number": phones.format_e164(number), "added": bool(add(conn, [number], reason, now, oli_id))}
 
 
 def crm_remove(conn, phone_number, now):
-    """DELETE /api/dnc/{phone}: take `phone_number` off the list (source `api` on the events).
-    Returns {phone, removed (False: it was not listed)}."""
+    """DELETE /api/dnc/{phone_number}: take `phone_number` off the list (source `api` on the events).
+    Returns {phone_number (E.164 text), removed (False: it was not listed)}."""
     number = _crm_number(conn, phone_number)
-    return {"phone": phones.format_e164(number), "removed": bool(remove(conn, [number], now, API))}
+    return {"phone_number": phones.format_e164(number), "removed": bool(remove(conn, [number], now, API))}
 
 
 def _crm_number(conn, phone_number):
