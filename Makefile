@@ -41,8 +41,10 @@ run: install
 	scripts/ensure-secret.sh
 	$(SUPERVISE) $(DEVDB) with sh -c '$(BIN)/dialerapi db upgrade && BIN=$(BIN) exec scripts/serve.sh'
 
+# The whole suite (no PYTEST_ARGS) also writes bench-results-make-test.json for `make bench`'s table.
 test: install
-	$(SUPERVISE) $(DEVDB) with $(GROUPS) "make test" $(BIN)/pytest --durations=15 $(PYTEST_ARGS)
+	$(if $(PYTEST_ARGS),,TEST_RESULTS_FILE=bench-results-make-test.json) $(SUPERVISE) $(DEVDB) with $(GROUPS) "make test" \
+	  $(BIN)/pytest --durations=15 $(PYTEST_ARGS)
 
 test-clock: install
 	$(SUPERVISE) $(BIN)/python tests/clock_matrix.py $(CLOCK_ARGS)
@@ -64,7 +66,8 @@ bench: install
 	  && $(BIN)/python bench/campaign_bench.py \
 	  && $(BIN)/python bench/floor_bench.py && $(BIN)/python bench/results_bench.py && $(BIN)/python bench/board_bench.py \
 	  && $(BIN)/python bench/intake_bench.py \
-	  && scripts/galera.sh with $(BIN)/python bench/cluster_bench.py'
+	  && scripts/galera.sh with $(BIN)/python bench/cluster_bench.py \
+	  && $(BIN)/python bench/figures.py record && $(BIN)/python bench/figures.py render'
 
 # The documentation site (mkdocs.yml): built into ./site with every warning an error; docs-serve
 # serves it with live reload on http://127.0.0.1:8010.

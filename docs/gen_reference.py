@@ -1,4 +1,4 @@
-"""Generate the docs site's references from the code at build time (mkdocs-gen-files; issue #41):
+"""Generate the docs site's references from the code at build time (mkdocs-gen-files):
 
 - reference/openapi.json: the service's own OpenAPI document (dialerapi.openapi.document.build, the
   one GET /openapi.json serves), rendered by reference/api.md with Swagger UI;

@@ -141,6 +141,16 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.OK
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """How many tests this run ran, added to TEST_COUNT_FILE when it is set: scripts/pytest_groups.sh
+    sums its two runs' for the `make test` row of docs/performance.md's table (bench/figures.py)."""
+    if os.environ.get("TEST_COUNT_FILE") and not hasattr(config, "workerinput"):
+        ran = sum(len(terminalreporter.stats.get(kind, []))
+                  for kind in ("passed", "failed", "error", "skipped", "xfailed", "xpassed"))
+        with open(os.environ["TEST_COUNT_FILE"], "a") as out:
+            out.write(f"{ran}\n")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A failed test that used the session's live gunicorn shows the end of that gunicorn's log (CI's

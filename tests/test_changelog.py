@@ -10,7 +10,7 @@ import pytest
 
 from dialerapi.cli.config import FloorSettingsSchema
 from dialerapi.plumbing import config
-from dialerapi.plumbing import migrate
+from dialerapi.plumbing import migrate, release
 from dialerapi.rules.config import campaign_settings
 
 CHANGELOG = Path(__file__).resolve().parents[1] / "CHANGELOG.md"
@@ -40,3 +40,11 @@ def test_the_changelog_names_each_migration(migration):
 @pytest.mark.parametrize("setting", setting_names())
 def test_the_changelog_names_each_setting(setting):
     assert f"`{setting}`" in CHANGELOG.read_text()
+
+
+def test_the_newest_release_in_the_changelog_is_the_one_installed():
+    """The version `dialerapi --version`, `/health` and the OpenAPI document give (the package's
+    metadata, plumbing.release) is the changelog's newest release, under its Unreleased section."""
+    releases = re.findall(r"^## (\d+\.\d+\.\d+) - \d{4}-\d{2}-\d{2}$", CHANGELOG.read_text(), re.M)
+    assert releases and releases[0] == release.VERSION
+    assert CHANGELOG.read_text().index("## Unreleased") < CHANGELOG.read_text().index(f"## {releases[0]} - ")
