@@ -130,7 +130,8 @@ def table(recorded):
 
 
 def readme_lines(recorded):
-    """README's measured lines: each bench's first row, from the same entries as the table."""
+    """README's measured lines: each bench's first row, from the same entries as the table, with
+    the machine each was measured on."""
     last = latest(recorded)
     lines = [BEGIN, ""]
     for name in BENCHES:
@@ -139,7 +140,7 @@ def readme_lines(recorded):
             row = entry["rows"][0]
             beside = f", beside {row['reference']}" if row["reference"] else ""
             lines.append(f"- {row['target']}: {row['figure']}{beside}; goal {row['goal']}: {met_word(row['met'])} "
-                         f"({when(entry)} UTC, {entry['commit']})")
+                         f"({when(entry)} UTC, {entry['commit']}; {entry['machine']})")
     lines += ["", END]
     return "\n".join(lines)
 

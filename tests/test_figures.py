@@ -99,7 +99,8 @@ def test_record_adds_a_results_file_once_and_render_takes_the_latest(tmp_path, d
     assert "p99 11.4 ms" not in table
     assert "| `bench-results-intake.json` | not measured yet |" in table
     assert "innodb_flush_log_at_trx_commit=1" in table
-    assert "p99 7.6 ms" in figures.readme_lines(first + second)
+    readme = figures.readme_lines(first + second)
+    assert "p99 7.6 ms" in readme and "2026-12-01 11:00 UTC, abc1234; 2 cores, a CPU" in readme
 
 
 def test_a_target_missed_says_so(tmp_path, durable):
